@@ -1,0 +1,53 @@
+# Turnstile: upstream kube-apiserver with every documented admission controller.
+# `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO  ?= go
+BIN := _output/bin
+# Static binaries, so that the image can be FROM scratch.
+export CGO_ENABLED := 0
+
+# Upstream binaries built from go.mod's tool lines, at the pinned versions.
+TOOL_etcd                    := go.etcd.io/etcd/server/v3
+TOOL_kube-apiserver-upstream := k8s.io/kubernetes/cmd/kube-apiserver
+TOOL_kube-controller-manager := k8s.io/kubernetes/cmd/kube-controller-manager
+TOOL_kube-scheduler          := k8s.io/kubernetes/cmd/kube-scheduler
+TOOL_kubeadm                 := k8s.io/kubernetes/cmd/kubeadm
+TOOL_kubectl                 := k8s.io/kubernetes/cmd/kubectl
+TOOLS := etcd kube-apiserver-upstream kube-controller-manager kube-scheduler kubeadm kubectl
+# What the e2e tests run: etcd, vanilla kube-apiserver to compare against, kubectl.
+E2E_TOOLS := etcd kube-apiserver-upstream kubectl
+
+.PHONY: help build tools test test-unit test-e2e verify clean FORCE
+
+help: ## List the targets.
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+build: $(BIN)/kube-apiserver ## Build our kube-apiserver into _output/bin.
+
+tools: $(addprefix $(BIN)/,$(TOOLS)) ## Build etcd, vanilla kube-apiserver, kubectl, kubeadm, controller-manager, scheduler.
+
+# Go decides what is stale, so these always run and are cheap when nothing changed.
+$(BIN)/kube-apiserver: FORCE
+	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kube-apiserver
+
+$(addprefix $(BIN)/,$(TOOLS)): FORCE
+	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $@ $(TOOL_$(notdir $@))
+
+test: verify test-unit test-e2e ## Verify, then unit and e2e tests. CI runs this.
+
+test-unit: ## Unit tests (everything but test/e2e).
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+
+test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## E2E tests: real etcd and kube-apiserver processes.
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 45m -v ./test/e2e/...
+
+verify: ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, go mod tidy.
+	hack/verify.sh
+
+clean: ## Remove _output.
+	rm -rf _output
+
+FORCE:

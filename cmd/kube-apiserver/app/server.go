@@ -1,0 +1,98 @@
+// Package app builds the kube-apiserver command. Upstream's constructor
+// creates its options and their flags in one step, leaving no point at which
+// to add admission plugins, so we build the command here from upstream's
+// parts: its options, its flag sets and its Run.
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/flagz"
+	"k8s.io/client-go/rest"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+	upstream "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+
+	"github.com/turnstile-k8s/turnstile/pkg/admission"
+)
+
+// description is upstream's, word for word, because `kube-apiserver -h`
+// must read the same as upstream's apart from the plugin names.
+const description = `The Kubernetes API server validates and configures data
+for the api objects which include pods, services, replicationcontrollers, and
+others. The API Server services REST operations and provides the frontend to the
+cluster's shared state through which all other components interact.`
+
+// NewAPIServerCommand returns the kube-apiserver command: upstream's options
+// with Turnstile's admission plugins registered before any flag is built.
+func NewAPIServerCommand() (*cobra.Command, error) {
+	s := options.NewServerRunOptions()
+	if err := admission.Apply(s.Admission.GenericAdmission); err != nil {
+		return nil, err
+	}
+	ctx := genericapiserver.SetupSignalContext()
+	featureGate := s.GenericServerRunOptions.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+
+	cmd := &cobra.Command{
+		Use:          "kube-apiserver",
+		Long:         description,
+		SilenceUsage: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+				return err
+			}
+			// The loopback client would otherwise log the server's own warnings.
+			rest.SetDefaultWarningHandler(rest.NoWarnings{})
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
+			if err := logsapi.ValidateAndApply(s.Logs, featureGate); err != nil {
+				return err
+			}
+			cliflag.PrintFlags(cmd.Flags())
+
+			completed, err := s.Complete(ctx)
+			if err != nil {
+				return err
+			}
+			if errs := completed.Validate(); len(errs) != 0 {
+				return utilerrors.NewAggregate(errs)
+			}
+			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
+			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
+			return upstream.Run(ctx, completed)
+		},
+		Args: func(cmd *cobra.Command, args []string) error {
+			for _, arg := range args {
+				if arg != "" {
+					return fmt.Errorf("%q does not take any arguments, got %q", cmd.CommandPath(), args)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.SetContext(ctx)
+
+	namedFlagSets := s.Flags()
+	s.Flagz = flagz.NamedFlagSetsReader{FlagSets: namedFlagSets}
+	verflag.AddFlags(namedFlagSets.FlagSet("global"))
+	globalflag.AddGlobalFlags(namedFlagSets.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	for _, fs := range namedFlagSets.FlagSets {
+		cmd.Flags().AddFlagSet(fs)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, namedFlagSets, cols)
+	return cmd, nil
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Prints the -ldflags that stamp a binary's version, the way upstream's
+# release build does, on both component-base and client-go.
+#   hack/ldflags.sh turnstile   v1.36.3+turnstile.N  (our kube-apiserver)
+#   hack/ldflags.sh upstream    v1.36.3              (vanilla baseline and tools)
+# N is TURNSTILE_RELEASE (default 1): our release count on one upstream version.
+# The build date is the last commit's, so rebuilding the same commit is
+# reproducible and does not relink; SOURCE_DATE_EPOCH overrides it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+flavour=${1:?usage: hack/ldflags.sh turnstile|upstream}
+kube=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' go.mod)
+[[ $kube =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || { echo "ldflags: k8s.io/kubernetes version '$kube' in go.mod is not vX.Y.Z" >&2; exit 1; }
+major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
+release=${TURNSTILE_RELEASE:-1}
+[[ $release =~ ^[1-9][0-9]*$ ]] || { echo "ldflags: TURNSTILE_RELEASE '$release' is not a positive integer" >&2; exit 1; }
+
+case $flavour in
+turnstile) version="${kube}+turnstile.${release}" ;;
+upstream) version=$kube ;;
+*) echo "ldflags: unknown flavour '$flavour' (want turnstile or upstream)" >&2; exit 2 ;;
+esac
+
+commit=$(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
+tree=clean
+[[ -z $(git status --porcelain --untracked-files=no 2>/dev/null) ]] || tree=dirty
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+date=$(date -u -d "@${epoch}" +%Y-%m-%dT%H:%M:%SZ)
+
+flags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+	flags+=" -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitVersion=${version}"
+	flags+=" -X ${pkg}.gitCommit=${commit} -X ${pkg}.gitTreeState=${tree} -X ${pkg}.buildDate=${date}"
+done
+echo "$flags"

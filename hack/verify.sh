@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The checks behind `make verify`. Each failure says what to run to fix it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+
+unformatted=$(git ls-files --cached --others --exclude-standard -- '*.go' | xargs -r gofmt -l)
+if [[ -n $unformatted ]]; then
+	echo "verify: gofmt would change these files (run gofmt -w):" >&2
+	echo "$unformatted" | sed 's/^/  /' >&2
+	fail=1
+fi
+
+go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
+
+# go.mod must be exactly what pin-kubernetes.sh writes for the pinned version.
+kube=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' go.mod)
+saved=$(mktemp -d)
+trap 'rm -rf "$saved"' EXIT
+cp go.mod go.sum "$saved/"
+hack/pin-kubernetes.sh "$kube" >/dev/null
+if ! diff -u "$saved/go.mod" go.mod >&2 || ! diff -q "$saved/go.sum" go.sum >/dev/null; then
+	echo "verify: go.mod or go.sum is not what 'hack/pin-kubernetes.sh $kube' writes (run it and commit the result)" >&2
+	cp "$saved/go.mod" "$saved/go.sum" .
+	fail=1
+fi
+
+for script in hack/*.sh .ci/run; do
+	bash -n "$script" || { echo "verify: $script has a syntax error" >&2; fail=1; }
+done
+
+[[ $fail -eq 0 ]] && echo "verify: ok"
+exit "$fail"

@@ -1,0 +1,296 @@
+package admission
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+)
+
+// upstreamOrder is kube-apiserver v1.36.3's recommended plugin order, as we
+// expect it. When a Kubernetes bump changes upstream's list, the drift test
+// fails and this list, the placements and controllers table are reviewed.
+var upstreamOrder = []string{
+	"AlwaysAdmit",
+	"NamespaceAutoProvision",
+	"NamespaceLifecycle",
+	"NamespaceExists",
+	"LimitPodHardAntiAffinityTopology",
+	"LimitRanger",
+	"ServiceAccount",
+	"NodeRestriction",
+	"TaintNodesByCondition",
+	"AlwaysPullImages",
+	"ImagePolicyWebhook",
+	"PodSecurity",
+	"PodNodeSelector",
+	"Priority",
+	"DefaultTolerationSeconds",
+	"PodTolerationRestriction",
+	"EventRateLimit",
+	"ExtendedResourceToleration",
+	"DefaultStorageClass",
+	"StorageObjectInUseProtection",
+	"PodGroupProtection",
+	"OwnerReferencesPermissionEnforcement",
+	"PersistentVolumeClaimResize",
+	"RuntimeClass",
+	"CertificateApproval",
+	"CertificateSigning",
+	"ClusterTrustBundleAttest",
+	"CertificateSubjectRestriction",
+	"DefaultIngressClass",
+	"DenyServiceExternalIPs",
+	"PodTopologyLabels",
+	"PodGroupWorkloadExists",
+	"NodeDeclaredFeatureValidator",
+	"JobValidation",
+	"PodResizeValidator",
+	"MutatingAdmissionPolicy",
+	"MutatingAdmissionWebhook",
+	"ValidatingAdmissionPolicy",
+	"ValidatingAdmissionWebhook",
+	"ResourceQuota",
+	"AlwaysDeny",
+}
+
+// upstreamDefaultOff is what v1.36.3 leaves off unless enabled.
+var upstreamDefaultOff = []string{
+	"AlwaysAdmit",
+	"AlwaysDeny",
+	"AlwaysPullImages",
+	"DenyServiceExternalIPs",
+	"EventRateLimit",
+	"ExtendedResourceToleration",
+	"ImagePolicyWebhook",
+	"LimitPodHardAntiAffinityTopology",
+	"NamespaceAutoProvision",
+	"NamespaceExists",
+	"NodeRestriction",
+	"OwnerReferencesPermissionEnforcement",
+	"PodNodeSelector",
+	"PodTolerationRestriction",
+}
+
+// historicAnchor is the plugin each restored plugin ran right after when
+// upstream still shipped it (design.md).
+var historicAnchor = map[string]string{
+	"SecurityContextDeny":   "NamespaceExists",
+	"PodSecurityPolicy":     "PodSecurity",
+	"DenyEscalatingExec":    "PodTolerationRestriction",
+	"DenyExecOnPrivileged":  "DenyEscalatingExec",
+	"PersistentVolumeLabel": "ExtendedResourceToleration",
+}
+
+func TestUpstreamDrift(t *testing.T) {
+	if !slices.Equal(kubeoptions.AllOrderedPlugins, upstreamOrder) {
+		t.Errorf("upstream's AllOrderedPlugins changed; review the registry.\n got: %v\nwant: %v", kubeoptions.AllOrderedPlugins, upstreamOrder)
+	}
+	if got := sets.List(kubeoptions.DefaultOffAdmissionPlugins()); !slices.Equal(got, upstreamDefaultOff) {
+		t.Errorf("upstream's DefaultOffAdmissionPlugins changed; review the registry.\n got: %v\nwant: %v", got, upstreamDefaultOff)
+	}
+	for name, anchor := range historicAnchor {
+		if _, ours := historicAnchor[anchor]; !ours && !slices.Contains(upstreamOrder, anchor) {
+			t.Errorf("%s's historic anchor %q is gone from upstream's order", name, anchor)
+		}
+	}
+	if tail := upstreamOrder[len(upstreamOrder)-len(lastPlugins):]; !slices.Equal(tail, lastPlugins) {
+		t.Errorf("upstream's order no longer ends with %v: %v", lastPlugins, tail)
+	}
+}
+
+// applied returns upstream's admission options with the real registry applied.
+func applied(t *testing.T) *kubeoptions.AdmissionOptions {
+	t.Helper()
+	o := kubeoptions.NewAdmissionOptions()
+	if err := Apply(o.GenericAdmission); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return o
+}
+
+func TestRegistryInvariants(t *testing.T) {
+	g := applied(t).GenericAdmission
+	order := g.RecommendedPluginOrder
+
+	seen := map[string]int{}
+	for _, name := range order {
+		seen[name]++
+	}
+	for _, name := range g.Plugins.Registered() {
+		if seen[name] != 1 {
+			t.Errorf("registered plugin %q appears %d times in the order, want once", name, seen[name])
+		}
+	}
+	if len(order) != len(g.Plugins.Registered()) {
+		t.Errorf("order has %d names, registry %d", len(order), len(g.Plugins.Registered()))
+	}
+	if errs := g.Validate(); len(errs) != 0 {
+		t.Errorf("upstream's validation rejects the registry: %v", errs)
+	}
+	if tail := order[len(order)-len(lastPlugins):]; !slices.Equal(tail, lastPlugins) {
+		t.Errorf("order ends with %v, want %v", tail, lastPlugins)
+	}
+	for i, name := range order {
+		anchor, ours := historicAnchor[name]
+		switch {
+		case ours && (i == 0 || order[i-1] != anchor):
+			t.Errorf("%s runs after %q, want right after %q", name, order[max(i-1, 0)], anchor)
+		case !ours && !slices.Contains(upstreamOrder, name):
+			t.Errorf("%s is registered but has no historic position in this test", name)
+		}
+	}
+	// Upstream's plugins keep their relative order.
+	var upstreamOnly []string
+	for _, name := range order {
+		if slices.Contains(upstreamOrder, name) {
+			upstreamOnly = append(upstreamOnly, name)
+		}
+	}
+	if !slices.Equal(upstreamOnly, upstreamOrder) {
+		t.Errorf("upstream's plugins were reordered:\n got: %v\nwant: %v", upstreamOnly, upstreamOrder)
+	}
+}
+
+func TestDefaultOnSetIsUpstreams(t *testing.T) {
+	g := applied(t).GenericAdmission
+	var got []string
+	for _, name := range g.RecommendedPluginOrder {
+		if !g.DefaultOffPlugins.Has(name) {
+			got = append(got, name)
+		}
+	}
+	var want []string
+	for _, name := range upstreamOrder {
+		if !slices.Contains(upstreamDefaultOff, name) {
+			want = append(want, name)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("default-on plugins differ from upstream's:\n got: %v\nwant: %v", got, want)
+	}
+	for _, p := range placements {
+		if !g.DefaultOffPlugins.Has(p.Name) {
+			t.Errorf("%s is on by default; restored plugins must be off", p.Name)
+		}
+	}
+}
+
+// stub registers plugins that do nothing, to exercise the mechanism with the
+// restored plugins' names before (or independently of) their real packages.
+func stub(names ...string) func(*admission.Plugins) {
+	return func(p *admission.Plugins) {
+		for _, name := range names {
+			p.Register(name, func(_ io.Reader) (admission.Interface, error) { return nil, nil })
+		}
+	}
+}
+
+func TestApplyHistoricPositions(t *testing.T) {
+	o := kubeoptions.NewAdmissionOptions().GenericAdmission
+	register := []func(*admission.Plugins){
+		stub("SecurityContextDeny"),
+		stub("PodSecurityPolicy"),
+		stub("DenyEscalatingExec", "DenyExecOnPrivileged"),
+		stub("PersistentVolumeLabel"),
+	}
+	place := []Placement{
+		{Name: "SecurityContextDeny", After: "NamespaceExists"},
+		{Name: "PodSecurityPolicy", After: "PodSecurity"},
+		{Name: "DenyEscalatingExec", After: "PodTolerationRestriction"},
+		{Name: "DenyExecOnPrivileged", After: "PodTolerationRestriction"},
+		{Name: "PersistentVolumeLabel", After: "ExtendedResourceToleration"},
+	}
+	if err := apply(o, register, place); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	want := slices.Clone(upstreamOrder)
+	for _, p := range place {
+		i := slices.Index(want, historicAnchor[p.Name])
+		want = slices.Insert(want, i+1, p.Name)
+	}
+	if !slices.Equal(o.RecommendedPluginOrder, want) {
+		t.Errorf("order:\n got: %v\nwant: %v", o.RecommendedPluginOrder, want)
+	}
+	for _, p := range place {
+		if !o.DefaultOffPlugins.Has(p.Name) {
+			t.Errorf("%s is not default-off", p.Name)
+		}
+	}
+	if errs := o.Validate(); len(errs) != 0 {
+		t.Errorf("upstream's validation rejects the result: %v", errs)
+	}
+	// The upstream default-off set we started from is not mutated.
+	if kubeoptions.DefaultOffAdmissionPlugins().Has("SecurityContextDeny") {
+		t.Errorf("apply changed upstream's default-off set")
+	}
+}
+
+func TestApplyRejects(t *testing.T) {
+	tests := []struct {
+		name     string
+		register []func(*admission.Plugins)
+		place    []Placement
+		wantErr  string
+	}{
+		{
+			name:     "name registered twice across packages",
+			register: []func(*admission.Plugins){stub("A"), stub("A")},
+			place:    []Placement{{Name: "A", After: "NamespaceExists"}},
+			wantErr:  `plugin "A" is registered twice`,
+		},
+		{
+			name:     "name that upstream already registers",
+			register: []func(*admission.Plugins){stub("LimitRanger")},
+			place:    []Placement{{Name: "LimitRanger", After: "NamespaceExists"}},
+			wantErr:  `plugin "LimitRanger" is registered twice`,
+		},
+		{
+			name:     "registered but not placed",
+			register: []func(*admission.Plugins){stub("A", "B")},
+			place:    []Placement{{Name: "A", After: "NamespaceExists"}},
+			wantErr:  "registered plugins [A B] and placed plugins [A] differ",
+		},
+		{
+			name:     "placed but not registered",
+			register: []func(*admission.Plugins){stub("A")},
+			place:    []Placement{{Name: "A", After: "NamespaceExists"}, {Name: "B", After: "NamespaceExists"}},
+			wantErr:  "registered plugins [A] and placed plugins [A B] differ",
+		},
+		{
+			name:     "placed twice",
+			register: []func(*admission.Plugins){stub("A")},
+			place:    []Placement{{Name: "A", After: "NamespaceExists"}, {Name: "A", After: "LimitRanger"}},
+			wantErr:  "registered plugins [A] and placed plugins [A A] differ",
+		},
+		{
+			name:     "unknown anchor",
+			register: []func(*admission.Plugins){stub("A")},
+			place:    []Placement{{Name: "A", After: "PodPreset"}},
+			wantErr:  `plugin "A" is placed after "PodPreset", which is not in upstream's order`,
+		},
+		{
+			name:     "anchor among the plugins that end the chain",
+			register: []func(*admission.Plugins){stub("A")},
+			place:    []Placement{{Name: "A", After: "ResourceQuota"}},
+			wantErr:  `plugin "A" cannot run after "ResourceQuota"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := kubeoptions.NewAdmissionOptions().GenericAdmission
+			before := slices.Clone(o.RecommendedPluginOrder)
+			err := apply(o, tt.register, tt.place)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("apply error = %v, want one containing %q", err, tt.wantErr)
+			}
+			if !slices.Equal(o.RecommendedPluginOrder, before) || len(o.Plugins.Registered()) != len(before) {
+				t.Errorf("a failed apply changed the options")
+			}
+		})
+	}
+}

@@ -1,0 +1,140 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// APIServerConfig says how to start a kube-apiserver.
+type APIServerConfig struct {
+	// Binary is a name in the binary directory; empty means our kube-apiserver.
+	Binary string
+	// Dir holds the server's log. Its base name is also the server's etcd
+	// prefix, so servers sharing one etcd do not see each other's objects.
+	Dir  string
+	Etcd *Etcd
+	PKI  *PKI
+	// Args are added after the defaults, so a single-valued flag given here
+	// overrides the default.
+	Args []string
+}
+
+// APIServer is a running kube-apiserver process.
+type APIServer struct {
+	URL string
+	pki *PKI
+	*process
+}
+
+// StartAPIServer starts a kube-apiserver with secure serving on a free
+// loopback port, x509 client authentication against the PKI's CA, RBAC and
+// Node authorization, and waits until /readyz answers ok.
+func StartAPIServer(c APIServerConfig) (*APIServer, error) {
+	name := c.Binary
+	if name == "" {
+		name = "kube-apiserver"
+	}
+	bin, err := Binary(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	pki := func(file string) string { return c.PKI.path(file) }
+	args := append([]string{
+		"--etcd-servers=" + c.Etcd.URL,
+		"--etcd-prefix=/" + filepath.Base(c.Dir),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--tls-cert-file=" + pki(servingCertFile),
+		"--tls-private-key-file=" + pki(servingKeyFile),
+		"--client-ca-file=" + pki(caCertFile),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + pki(saPublicFile),
+		"--service-account-signing-key-file=" + pki(saPrivateFile),
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--authorization-mode=Node,RBAC",
+	}, c.Args...)
+	p, err := startProcess(name, bin, filepath.Join(c.Dir, name+".log"), args...)
+	if err != nil {
+		return nil, err
+	}
+	s := &APIServer{URL: loopbackURL("https", port), pki: c.PKI, process: p}
+	admin, err := s.Client("e2e-admin", "system:masters")
+	if err != nil {
+		_ = p.stop(time.Second)
+		return nil, err
+	}
+	ready := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		body, err := admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("/readyz: %v: %s", err, body)
+		}
+		return nil
+	}
+	if err := p.waitUntil(2*time.Minute, ready); err != nil {
+		_ = p.stop(10 * time.Second)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Config returns a client config that authenticates as user in groups with a
+// client certificate signed by the server's CA.
+func (s *APIServer) Config(user string, groups ...string) (*rest.Config, error) {
+	cert, key, err := s.pki.ClientCert(user, groups...)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:            s.URL,
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.pki.CAPEM, CertData: cert, KeyData: key},
+		QPS:             200,
+		Burst:           400,
+	}, nil
+}
+
+// Client returns a clientset for user in groups.
+func (s *APIServer) Client(user string, groups ...string) (kubernetes.Interface, error) {
+	config, err := s.Config(user, groups...)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(config)
+}
+
+// WriteKubeconfig writes a kubeconfig for user in groups to path, for kubectl.
+func (s *APIServer) WriteKubeconfig(path, user string, groups ...string) error {
+	c, err := s.Config(user, groups...)
+	if err != nil {
+		return err
+	}
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["e2e"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	kubeconfig.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData}
+	kubeconfig.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: user}
+	kubeconfig.CurrentContext = "e2e"
+	return clientcmd.WriteToFile(*kubeconfig, path)
+}
+
+// Stop sends SIGTERM and waits for a graceful exit; it fails unless the
+// server exits with status 0.
+func (s *APIServer) Stop() error {
+	return s.stop(time.Minute)
+}

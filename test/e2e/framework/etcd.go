@@ -1,0 +1,83 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Etcd is an etcd process, built from go.mod's tool line, serving plain
+// HTTP on loopback.
+type Etcd struct {
+	URL string
+	*process
+}
+
+// StartEtcd starts etcd with its data and log under dir and waits until it
+// answers a read.
+func StartEtcd(dir string) (*Etcd, error) {
+	bin, err := Binary("etcd")
+	if err != nil {
+		return nil, err
+	}
+	clientPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	peerPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	clientURL, peerURL := loopbackURL("http", clientPort), loopbackURL("http", peerPort)
+	p, err := startProcess("etcd", bin, filepath.Join(dir, "etcd.log"),
+		"--name=e2e",
+		"--data-dir="+filepath.Join(dir, "etcd-data"),
+		"--listen-client-urls="+clientURL,
+		"--advertise-client-urls="+clientURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=e2e="+peerURL,
+		"--log-level=warn",
+	)
+	if err != nil {
+		return nil, err
+	}
+	e := &Etcd{URL: clientURL, process: p}
+	if err := p.waitUntil(30*time.Second, e.ping); err != nil {
+		_ = p.stop(5 * time.Second)
+		return nil, err
+	}
+	return e, nil
+}
+
+// Client returns an etcd client, for tests that check what was stored.
+func (e *Etcd) Client() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: []string{e.URL}, DialTimeout: 5 * time.Second})
+}
+
+func (e *Etcd) ping() error {
+	c, err := e.Client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = c.Get(ctx, "health")
+	return err
+}
+
+// Stop terminates etcd. etcd re-raises SIGTERM after its own clean-up, so
+// dying of that signal is a clean stop.
+func (e *Etcd) Stop() error {
+	err := e.stop(30 * time.Second)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == -1 && exit.String() == "signal: terminated" {
+		return nil
+	}
+	return err
+}
