@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -59,7 +60,7 @@ func run(m *testing.M) (code int) {
 		return 1
 	}
 	code = m.Run()
-	if err := server.Stop(); err != nil {
+	if err := server.Stop(syscall.SIGTERM); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: kube-apiserver did not stop cleanly: %v\n%s\n", err, server.Tail(30))
 		code = 1
 	}

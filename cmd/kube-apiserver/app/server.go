@@ -1,10 +1,13 @@
 // Package app builds the kube-apiserver command. Upstream's constructor
 // creates its options and their flags in one step, leaving no point at which
 // to add admission plugins, so we build the command here from upstream's
-// parts: its options, its flag sets and its Run.
+// parts: its options, its flag sets and its Run. The only flags of our own
+// are the embedded etcd ones.
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -25,6 +28,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 
 	"github.com/turnstile-k8s/turnstile/pkg/admission"
+	"github.com/turnstile-k8s/turnstile/pkg/embeddedetcd"
 )
 
 // description is upstream's, word for word, because `kube-apiserver -h`
@@ -38,6 +42,7 @@ cluster's shared state through which all other components interact.`
 // with Turnstile's admission plugins registered before any flag is built.
 func NewAPIServerCommand() (*cobra.Command, error) {
 	s := options.NewServerRunOptions()
+	var etcd embeddedetcd.Options
 	if err := admission.Apply(s.Admission.GenericAdmission); err != nil {
 		return nil, err
 	}
@@ -63,6 +68,16 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 			}
 			cliflag.PrintFlags(cmd.Flags())
 
+			if err := etcd.Validate(s.Etcd.StorageConfig.Transport.ServerList); err != nil {
+				return err
+			}
+			if etcd.Enabled() {
+				url, err := etcd.Complete()
+				if err != nil {
+					return err
+				}
+				s.Etcd.StorageConfig.Transport.ServerList = []string{url}
+			}
 			completed, err := s.Complete(ctx)
 			if err != nil {
 				return err
@@ -72,7 +87,10 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 			}
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
-			return upstream.Run(ctx, completed)
+			if !etcd.Enabled() {
+				return upstream.Run(ctx, completed)
+			}
+			return runWithEmbeddedEtcd(ctx, completed, &etcd)
 		},
 		Args: func(cmd *cobra.Command, args []string) error {
 			for _, arg := range args {
@@ -87,6 +105,7 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 
 	namedFlagSets := s.Flags()
 	s.Flagz = flagz.NamedFlagSetsReader{FlagSets: namedFlagSets}
+	etcd.AddFlags(namedFlagSets.FlagSet("embedded etcd"))
 	verflag.AddFlags(namedFlagSets.FlagSet("global"))
 	globalflag.AddGlobalFlags(namedFlagSets.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
 	for _, fs := range namedFlagSets.FlagSets {
@@ -95,4 +114,32 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, namedFlagSets, cols)
 	return cmd, nil
+}
+
+// runWithEmbeddedEtcd starts etcd, then the apiserver. On a signal the
+// apiserver drains and stops first and etcd closes last, so every write the
+// apiserver acknowledged is on disk. If etcd fails, the apiserver is shut
+// down and the command exits with etcd's error.
+func runWithEmbeddedEtcd(ctx context.Context, completed options.CompletedOptions, o *embeddedetcd.Options) error {
+	e, err := embeddedetcd.Start(o)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case err, ok := <-e.Err():
+			if ok && err != nil {
+				cancel(fmt.Errorf("embedded etcd failed: %w", err))
+			}
+		case <-ctx.Done():
+		}
+	}()
+	err = upstream.Run(ctx, completed)
+	e.Close()
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
 }

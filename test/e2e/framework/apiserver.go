@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -19,7 +20,9 @@ type APIServerConfig struct {
 	Binary string
 	// Dir holds the server's log. Its base name is also the server's etcd
 	// prefix, so servers sharing one etcd do not see each other's objects.
-	Dir  string
+	Dir string
+	// Etcd is the external etcd; nil leaves --etcd-servers to Args, as the
+	// embedded etcd needs.
 	Etcd *Etcd
 	PKI  *PKI
 	// Args are added after the defaults, so a single-valued flag given here
@@ -54,8 +57,7 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 		return nil, err
 	}
 	pki := func(file string) string { return c.PKI.path(file) }
-	args := append([]string{
-		"--etcd-servers=" + c.Etcd.URL,
+	args := []string{
 		"--etcd-prefix=/" + filepath.Base(c.Dir),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -68,7 +70,11 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 		"--service-account-signing-key-file=" + pki(saPrivateFile),
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--authorization-mode=Node,RBAC",
-	}, c.Args...)
+	}
+	if c.Etcd != nil {
+		args = append(args, "--etcd-servers="+c.Etcd.URL)
+	}
+	args = append(args, c.Args...)
 	p, err := startProcess(name, bin, filepath.Join(c.Dir, name+".log"), args...)
 	if err != nil {
 		return nil, err
@@ -76,7 +82,7 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 	s := &APIServer{URL: loopbackURL("https", port), pki: c.PKI, process: p}
 	admin, err := s.Client("e2e-admin", "system:masters")
 	if err != nil {
-		_ = p.stop(time.Second)
+		_ = p.stop(syscall.SIGKILL, time.Second)
 		return nil, err
 	}
 	ready := func() error {
@@ -89,7 +95,7 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 		return nil
 	}
 	if err := p.waitUntil(2*time.Minute, ready); err != nil {
-		_ = p.stop(10 * time.Second)
+		_ = p.stop(syscall.SIGTERM, 10*time.Second)
 		return nil, err
 	}
 	return s, nil
@@ -133,8 +139,8 @@ func (s *APIServer) WriteKubeconfig(path, user string, groups ...string) error {
 	return clientcmd.WriteToFile(*kubeconfig, path)
 }
 
-// Stop sends SIGTERM and waits for a graceful exit; it fails unless the
-// server exits with status 0.
-func (s *APIServer) Stop() error {
-	return s.stop(time.Minute)
+// Stop sends sig (SIGTERM or SIGINT) and waits for a graceful exit; it
+// fails unless the server exits with status 0.
+func (s *APIServer) Stop(sig os.Signal) error {
+	return s.stop(sig, time.Minute)
 }

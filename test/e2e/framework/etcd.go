@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -48,7 +49,7 @@ func StartEtcd(dir string) (*Etcd, error) {
 	}
 	e := &Etcd{URL: clientURL, process: p}
 	if err := p.waitUntil(30*time.Second, e.ping); err != nil {
-		_ = p.stop(5 * time.Second)
+		_ = p.stop(syscall.SIGTERM, 5*time.Second)
 		return nil, err
 	}
 	return e, nil
@@ -74,7 +75,7 @@ func (e *Etcd) ping() error {
 // Stop terminates etcd. etcd re-raises SIGTERM after its own clean-up, so
 // dying of that signal is a clean stop.
 func (e *Etcd) Stop() error {
-	err := e.stop(30 * time.Second)
+	err := e.stop(syscall.SIGTERM, 30*time.Second)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == -1 && exit.String() == "signal: terminated" {
 		return nil

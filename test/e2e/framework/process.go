@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -92,15 +91,15 @@ func (p *process) waitUntil(timeout time.Duration, ready func() error) error {
 	}
 }
 
-// stop sends SIGTERM and waits for the exit, killing the process if it takes
+// stop sends sig and waits for the exit, killing the process if it takes
 // longer than grace. It returns the exit error, nil for a clean exit.
-func (p *process) stop(grace time.Duration) error {
+func (p *process) stop(sig os.Signal, grace time.Duration) error {
 	select {
 	case <-p.exited:
 		return p.err
 	default:
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	select {
@@ -109,7 +108,7 @@ func (p *process) stop(grace time.Duration) error {
 	case <-time.After(grace):
 		_ = p.cmd.Process.Kill()
 		<-p.exited
-		return fmt.Errorf("%s did not exit within %s of SIGTERM and was killed", p.name, grace)
+		return fmt.Errorf("%s did not exit within %s of %v and was killed", p.name, grace, sig)
 	}
 }
 
