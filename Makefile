@@ -17,10 +17,15 @@ TOOL_kube-scheduler          := k8s.io/kubernetes/cmd/kube-scheduler
 TOOL_kubeadm                 := k8s.io/kubernetes/cmd/kubeadm
 TOOL_kubectl                 := k8s.io/kubernetes/cmd/kubectl
 TOOLS := etcd kube-apiserver-upstream kube-controller-manager kube-scheduler kubeadm kubectl
-# What the e2e tests run: etcd, vanilla kube-apiserver to compare against, kubectl.
-E2E_TOOLS := etcd kube-apiserver-upstream kubectl
+# What `make run` starts besides our kube-apiserver, and kubectl to use it.
+LOCAL_TOOLS := kube-controller-manager kube-scheduler kubectl
+# What the e2e tests run: etcd, vanilla kube-apiserver to compare against, and what `make run` runs.
+E2E_TOOLS := etcd kube-apiserver-upstream $(LOCAL_TOOLS)
 
-.PHONY: help build tools test test-unit test-e2e verify clean FORCE
+# Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
+ADMISSION_PLUGINS ?=
+
+.PHONY: help build tools run clean-local test test-unit test-e2e verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -29,9 +34,18 @@ build: $(BIN)/kube-apiserver ## Build our kube-apiserver into _output/bin.
 
 tools: $(addprefix $(BIN)/,$(TOOLS)) ## Build etcd, vanilla kube-apiserver, kubectl, kubeadm, controller-manager, scheduler.
 
+run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up ## Local control plane on embedded etcd; state in _output/local.
+	$(BIN)/local-up -dir _output/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)"
+
+clean-local: ## Remove the state of `make run` (PKI, etcd data, logs).
+	rm -rf _output/local
+
 # Go decides what is stale, so these always run and are cheap when nothing changed.
 $(BIN)/kube-apiserver: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kube-apiserver
+
+$(BIN)/local-up: FORCE
+	$(GO) build -trimpath -o $@ ./hack/local-up
 
 $(addprefix $(BIN)/,$(TOOLS)): FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $@ $(TOOL_$(notdir $@))
@@ -41,7 +55,7 @@ test: verify test-unit test-e2e ## Verify, then unit and e2e tests. CI runs this
 test-unit: ## Unit tests (everything but test/e2e).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
-test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## E2E tests: real etcd and kube-apiserver processes.
+test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up ## E2E tests: real etcd and kube-apiserver processes.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 45m -v ./test/e2e/...
 
 verify: ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, go mod tidy.
