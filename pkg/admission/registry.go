@@ -10,6 +10,9 @@ import (
 
 	"k8s.io/apiserver/pkg/admission"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny"
 )
 
 // Placement puts one of our plugins directly after an upstream plugin in the
@@ -19,13 +22,20 @@ type Placement struct {
 	After string
 }
 
-// registrations adds our plugins' factories to a registry. Restored plugins
-// append their package's Register here.
-var registrations []func(*admission.Plugins)
+// registrations adds our plugins' factories to a registry, one Register per
+// plugin package.
+var registrations = []func(*admission.Plugins){
+	securitycontextdeny.Register,
+	exec.Register,
+}
 
 // placements is where each of our plugins runs, and so also the list of the
-// names we register.
-var placements []Placement
+// names we register. Restored plugins run where upstream last ran them.
+var placements = []Placement{
+	{Name: securitycontextdeny.PluginName, After: "NamespaceExists"},
+	{Name: exec.DenyEscalatingExec, After: "PodTolerationRestriction"},
+	{Name: exec.DenyExecOnPrivileged, After: "PodTolerationRestriction"},
+}
 
 // lastPlugins must end the chain: upstream runs webhooks, policies, quota and
 // AlwaysDeny after every in-tree plugin, so nothing may be spliced among them.

@@ -23,13 +23,20 @@ import (
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
-// createNamespace makes a namespace for one test and deletes it afterwards.
+// createNamespace makes a namespace for one test, with the "default"
+// ServiceAccount that kube-controller-manager would add (the e2e servers run
+// without one), and deletes it afterwards.
 func createNamespace(t *testing.T, c kubernetes.Interface) string {
 	t.Helper()
-	ns, err := c.CoreV1().Namespaces().Create(context.Background(),
+	ctx := context.Background()
+	ns, err := c.CoreV1().Namespaces().Create(ctx,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating namespace: %v", err)
+	}
+	if _, err := c.CoreV1().ServiceAccounts(ns.Name).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the default service account: %v", err)
 	}
 	t.Cleanup(func() {
 		_ = c.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})

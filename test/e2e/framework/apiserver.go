@@ -70,6 +70,7 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 		"--service-account-signing-key-file=" + pki(saPrivateFile),
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--authorization-mode=Node,RBAC",
+		"--allow-privileged=true", // as kubeadm sets it
 	}
 	if c.Etcd != nil {
 		args = append(args, "--etcd-servers="+c.Etcd.URL)

@@ -1,0 +1,228 @@
+// Package exec restores the DenyEscalatingExec and DenyExecOnPrivileged
+// admission plugins that upstream removed in v1.21. Both deny exec and
+// attach into pods with more privilege than a user who may exec should
+// reach; DenyExecOnPrivileged looks at privileged containers only.
+//
+// Upstream fetched the pod with a live GET on every request. We read it from
+// the shared informer and fall back to one live GET when the informer has
+// not seen the pod, or the container the request names, yet.
+package exec
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec/apis/v1alpha1"
+)
+
+const (
+	// DenyEscalatingExec denies exec and attach into pods that use the
+	// host's network, PID or IPC namespace, or run a privileged container.
+	DenyEscalatingExec = "DenyEscalatingExec"
+	// DenyExecOnPrivileged denies exec and attach into pods that run a
+	// privileged container.
+	DenyExecOnPrivileged = "DenyExecOnPrivileged"
+)
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+}
+
+// Register adds both plugins to a registry.
+func Register(plugins *admission.Plugins) {
+	plugins.Register(DenyEscalatingExec, factory(DenyEscalatingExec, Checks{HostNetwork: true, HostPID: true, HostIPC: true, Privileged: true}))
+	plugins.Register(DenyExecOnPrivileged, factory(DenyExecOnPrivileged, Checks{Privileged: true}))
+}
+
+func factory(name string, checks Checks) admission.Factory {
+	return func(config io.Reader) (admission.Interface, error) {
+		var c v1alpha1.ExecConfiguration
+		if _, err := pluginconfig.Decode(name, config, scheme, &c); err != nil {
+			return nil, err
+		}
+		klog.InfoS("Admission plugin is deprecated upstream (removed in v1.21); a policy-based admission replaces it",
+			"plugin", name, "perContainer", c.PerContainer, "treatHostProcessAsPrivileged", c.TreatHostProcessAsPrivileged)
+		return New(checks, c), nil
+	}
+}
+
+// Checks says which pod properties deny an exec or attach.
+type Checks struct {
+	HostNetwork, HostPID, HostIPC, Privileged bool
+}
+
+// Plugin is the admission plugin behind both names.
+type Plugin struct {
+	*admission.Handler
+	checks Checks
+	config v1alpha1.ExecConfiguration
+	pods   corev1listers.PodLister
+	client kubernetes.Interface
+}
+
+var (
+	_ admission.ValidationInterface                                = &Plugin{}
+	_ genericadmissioninitializer.WantsExternalKubeInformerFactory = &Plugin{}
+	_ genericadmissioninitializer.WantsExternalKubeClientSet       = &Plugin{}
+)
+
+// New returns a plugin that denies on checks, configured by c.
+func New(checks Checks, c v1alpha1.ExecConfiguration) *Plugin {
+	return &Plugin{Handler: admission.NewHandler(admission.Connect), checks: checks, config: c}
+}
+
+// SetExternalKubeInformerFactory wires the pod lister.
+func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
+	pods := f.Core().V1().Pods()
+	p.pods = pods.Lister()
+	p.SetReadyFunc(pods.Informer().HasSynced)
+}
+
+// SetExternalKubeClientSet wires the client for lister misses.
+func (p *Plugin) SetExternalKubeClientSet(c kubernetes.Interface) { p.client = c }
+
+// ValidateInitialization checks that the lister and client were wired.
+func (p *Plugin) ValidateInitialization() error {
+	switch {
+	case p.pods == nil:
+		return errors.New("missing pod lister")
+	case p.client == nil:
+		return errors.New("missing client")
+	}
+	return nil
+}
+
+// Validate denies exec and attach into a pod that fails the checks.
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	sub := a.GetSubresource()
+	if a.GetResource().Resource != "pods" || (sub != "exec" && sub != "attach") {
+		return nil
+	}
+	target := targetContainer(a.GetObject())
+	pod, err := p.pod(ctx, a.GetNamespace(), a.GetName(), target)
+	if err != nil {
+		return admission.NewForbidden(a, err)
+	}
+	if reason := p.deny(pod, target); reason != "" {
+		return admission.NewForbidden(a, errors.New(reason))
+	}
+	return nil
+}
+
+// pod returns the pod from the informer, or with one live GET when the
+// informer does not have it yet or has not yet seen the target container
+// (kubectl debug attaches to an ephemeral container right after adding it).
+func (p *Plugin) pod(ctx context.Context, namespace, name, target string) (*corev1.Pod, error) {
+	pod, err := p.pods.Pods(namespace).Get(name)
+	switch {
+	case err == nil && (target == "" || hasContainer(pod, target)):
+		return pod, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	return p.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// deny returns why the pod may not be exec'd into, or "" to admit. The
+// checks run in upstream's order and the first that matches wins.
+func (p *Plugin) deny(pod *corev1.Pod, target string) string {
+	switch {
+	case p.checks.HostNetwork && pod.Spec.HostNetwork:
+		return "cannot exec into or attach to a container using host network"
+	case p.checks.HostPID && pod.Spec.HostPID:
+		return "cannot exec into or attach to a container using host pid"
+	case p.checks.HostIPC && pod.Spec.HostIPC:
+		return "cannot exec into or attach to a container using host ipc"
+	case p.checks.Privileged && p.privileged(pod, target):
+		return "cannot exec into or attach to a privileged container"
+	}
+	return ""
+}
+
+// privileged reports whether the pod, or with perContainer the target
+// container, runs privileged. Upstream judged the whole pod: init, regular
+// and ephemeral containers.
+func (p *Plugin) privileged(pod *corev1.Pod, target string) bool {
+	if p.config.PerContainer {
+		if target == "" && len(pod.Spec.Containers) == 1 {
+			target = pod.Spec.Containers[0].Name // the apiserver's own default
+		}
+		if target != "" {
+			found, privileged := false, false
+			visitContainers(pod, func(name string, sc *corev1.SecurityContext) {
+				if name == target {
+					found, privileged = true, p.privilegedContainer(pod, sc)
+				}
+			})
+			if found {
+				return privileged
+			}
+		}
+	}
+	anyPrivileged := false
+	visitContainers(pod, func(_ string, sc *corev1.SecurityContext) {
+		anyPrivileged = anyPrivileged || p.privilegedContainer(pod, sc)
+	})
+	return anyPrivileged
+}
+
+func (p *Plugin) privilegedContainer(pod *corev1.Pod, sc *corev1.SecurityContext) bool {
+	if sc != nil && sc.Privileged != nil && *sc.Privileged {
+		return true
+	}
+	if !p.config.TreatHostProcessAsPrivileged {
+		return false
+	}
+	if sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil {
+		return *sc.WindowsOptions.HostProcess
+	}
+	psc := pod.Spec.SecurityContext
+	return psc != nil && psc.WindowsOptions != nil && psc.WindowsOptions.HostProcess != nil && *psc.WindowsOptions.HostProcess
+}
+
+func visitContainers(pod *corev1.Pod, visit func(name string, sc *corev1.SecurityContext)) {
+	for i := range pod.Spec.InitContainers {
+		visit(pod.Spec.InitContainers[i].Name, pod.Spec.InitContainers[i].SecurityContext)
+	}
+	for i := range pod.Spec.Containers {
+		visit(pod.Spec.Containers[i].Name, pod.Spec.Containers[i].SecurityContext)
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		visit(pod.Spec.EphemeralContainers[i].Name, pod.Spec.EphemeralContainers[i].SecurityContext)
+	}
+}
+
+func hasContainer(pod *corev1.Pod, name string) bool {
+	found := false
+	visitContainers(pod, func(n string, _ *corev1.SecurityContext) { found = found || n == name })
+	return found
+}
+
+// targetContainer is the container an exec or attach names, if any.
+func targetContainer(obj runtime.Object) string {
+	switch o := obj.(type) {
+	case *api.PodExecOptions:
+		return o.Container
+	case *api.PodAttachOptions:
+		return o.Container
+	}
+	return ""
+}

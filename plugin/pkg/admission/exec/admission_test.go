@@ -1,0 +1,342 @@
+package exec
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/kubernetes/fake"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/utils/ptr"
+
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec/apis/v1alpha1"
+)
+
+var (
+	escalating = Checks{HostNetwork: true, HostPID: true, HostIPC: true, Privileged: true}
+	privileged = Checks{Privileged: true}
+)
+
+func plainPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "a", Image: "i"},
+			{Name: "b", Image: "i"},
+		}},
+	}
+}
+
+func with(change func(*corev1.Pod)) *corev1.Pod {
+	p := plainPod()
+	change(p)
+	return p
+}
+
+func privilegedFirst(p *corev1.Pod) {
+	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+}
+
+// newPlugin returns a plugin whose lister holds cached and whose client
+// serves live, and the client to count its calls.
+func newPlugin(checks Checks, c v1alpha1.ExecConfiguration, cached, live []*corev1.Pod) (*Plugin, *fake.Clientset) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, p := range cached {
+		_ = indexer.Add(p)
+	}
+	var objs []runtime.Object
+	for _, p := range live {
+		objs = append(objs, p)
+	}
+	client := fake.NewClientset(objs...)
+	plugin := New(checks, c)
+	plugin.pods = corev1listers.NewPodLister(indexer)
+	plugin.client = client
+	return plugin, client
+}
+
+func connect(subresource, container string) admission.Attributes {
+	var obj runtime.Object = &api.PodExecOptions{Container: container, Command: []string{"sh"}}
+	if subresource == "attach" {
+		obj = &api.PodAttachOptions{Container: container}
+	}
+	return admission.NewAttributesRecord(obj, nil, api.Kind("Pod").WithVersion("version"), "ns", "p",
+		api.Resource("pods").WithVersion("version"), subresource, admission.Connect, nil, false, nil)
+}
+
+// intoInitContainers moves every container into initContainers: the second
+// pass of each spec case.
+func intoInitContainers(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	p.Spec.InitContainers, p.Spec.Containers = p.Spec.Containers, nil
+	return p
+}
+
+// The conformance cases of removed-plugins-spec.md section 2.5.
+func TestSpecCases(t *testing.T) {
+	tests := []struct {
+		name        string
+		checks      Checks
+		pod         *corev1.Pod
+		subresource string // empty: exec and attach
+		wantErr     string // "" admits
+	}{
+		{name: "1 privileged", checks: escalating, pod: with(privilegedFirst),
+			wantErr: `pods "p" is forbidden: cannot exec into or attach to a privileged container`},
+		{name: "2 hostPID", checks: escalating, pod: with(func(p *corev1.Pod) { p.Spec.HostPID = true }),
+			wantErr: `pods "p" is forbidden: cannot exec into or attach to a container using host pid`},
+		{name: "3 hostIPC", checks: escalating, pod: with(func(p *corev1.Pod) { p.Spec.HostIPC = true }),
+			wantErr: `pods "p" is forbidden: cannot exec into or attach to a container using host ipc`},
+		{name: "4 hostNetwork", checks: escalating, pod: with(func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
+			wantErr: `pods "p" is forbidden: cannot exec into or attach to a container using host network`},
+		{name: "5 plain pod", checks: escalating, pod: plainPod()},
+		{name: "6 privileged, DenyExecOnPrivileged", checks: privileged, pod: with(privilegedFirst),
+			wantErr: `pods "p" is forbidden: cannot exec into or attach to a privileged container`},
+		{name: "7 hostPID, DenyExecOnPrivileged", checks: privileged, pod: with(func(p *corev1.Pod) { p.Spec.HostPID = true })},
+		{name: "8 hostIPC, DenyExecOnPrivileged", checks: privileged, pod: with(func(p *corev1.Pod) { p.Spec.HostIPC = true })},
+		{name: "9 hostNetwork, DenyExecOnPrivileged", checks: privileged, pod: with(func(p *corev1.Pod) { p.Spec.HostNetwork = true })},
+		{name: "10 plain pod, DenyExecOnPrivileged", checks: privileged, pod: plainPod()},
+		{name: "11 no checks", checks: Checks{}, pod: with(func(p *corev1.Pod) {
+			privilegedFirst(p)
+			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
+		})},
+		{name: "12 privileged ephemeral container", checks: escalating, pod: with(privilegedEphemeral),
+			wantErr: "cannot exec into or attach to a privileged container"},
+		{name: "12 privileged ephemeral container, DenyExecOnPrivileged", checks: privileged, pod: with(privilegedEphemeral),
+			wantErr: "cannot exec into or attach to a privileged container"},
+		{name: "13 privileged false", checks: escalating, pod: with(func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(false)}
+		})},
+		{name: "15 portforward is ignored", checks: escalating, pod: with(privilegedFirst), subresource: "portforward"},
+		{name: "proxy is ignored", checks: escalating, pod: with(privilegedFirst), subresource: "proxy"},
+		{name: "16 host network is checked first", checks: escalating, pod: with(func(p *corev1.Pod) {
+			privilegedFirst(p)
+			p.Spec.HostNetwork = true
+		}), wantErr: "cannot exec into or attach to a container using host network"},
+		{name: "host pid before host ipc", checks: escalating, pod: with(func(p *corev1.Pod) { p.Spec.HostPID, p.Spec.HostIPC = true, true }),
+			wantErr: "using host pid"},
+		{name: "per pod: a plain target in a privileged pod", checks: escalating, pod: with(privilegedFirst), subresource: "exec-into-b",
+			wantErr: "cannot exec into or attach to a privileged container"},
+	}
+	for _, pass := range []string{"containers", "initContainers"} {
+		for _, tt := range tests {
+			subresources := []string{"exec", "attach"}
+			if tt.subresource != "" {
+				subresources = []string{tt.subresource}
+			}
+			for _, sub := range subresources {
+				t.Run(pass+"/"+sub+"/"+tt.name, func(t *testing.T) {
+					pod := tt.pod
+					if pass == "initContainers" {
+						pod = intoInitContainers(pod)
+					}
+					container := ""
+					if sub == "exec-into-b" {
+						sub, container = "exec", "b"
+					}
+					plugin, client := newPlugin(tt.checks, v1alpha1.ExecConfiguration{}, []*corev1.Pod{pod}, []*corev1.Pod{pod})
+					err := plugin.Validate(context.Background(), connect(sub, container), nil)
+					checkErr(t, err, tt.wantErr)
+					if tt.wantErr != "" && !apierrors.IsForbidden(err) {
+						t.Errorf("%v is not Forbidden", err)
+					}
+					if n := len(client.Actions()); n != 0 {
+						t.Errorf("made %d API calls although the lister had the pod: %v", n, client.Actions())
+					}
+				})
+			}
+		}
+	}
+}
+
+func privilegedEphemeral(p *corev1.Pod) {
+	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+	}}}
+}
+
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("got %v, want admitted", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("got %v, want an error containing %q", err, want)
+	}
+}
+
+// Spec case 14, and the lister-miss path: the informer has not seen a pod
+// created a moment ago, or a container added a moment ago.
+func TestLiveGETWhenTheListerMisses(t *testing.T) {
+	privilegedPod := with(privilegedFirst)
+	stale := plainPod()
+	debugged := with(privilegedEphemeral)
+	tests := []struct {
+		name         string
+		cached, live []*corev1.Pod
+		container    string
+		wantErr      string
+		wantGETs     int
+	}{
+		{name: "14 pod found nowhere", wantGETs: 1, wantErr: `pods "p" is forbidden: pods "p" not found`},
+		{name: "fresh privileged pod is denied", live: []*corev1.Pod{privilegedPod}, wantGETs: 1,
+			wantErr: "cannot exec into or attach to a privileged container"},
+		{name: "fresh plain pod is admitted", live: []*corev1.Pod{plainPod()}, wantGETs: 1},
+		{name: "target container the informer has not seen", cached: []*corev1.Pod{stale}, live: []*corev1.Pod{debugged},
+			container: "debugger", wantGETs: 1, wantErr: "cannot exec into or attach to a privileged container"},
+		{name: "target container the informer has", cached: []*corev1.Pod{debugged}, live: []*corev1.Pod{debugged},
+			container: "debugger", wantErr: "cannot exec into or attach to a privileged container"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plugin, client := newPlugin(escalating, v1alpha1.ExecConfiguration{}, tt.cached, tt.live)
+			checkErr(t, plugin.Validate(context.Background(), connect("attach", tt.container), nil), tt.wantErr)
+			if n := len(client.Actions()); n != tt.wantGETs {
+				t.Errorf("made %d API calls, want %d: %v", n, tt.wantGETs, client.Actions())
+			}
+		})
+	}
+}
+
+func TestPerContainer(t *testing.T) {
+	pod := with(privilegedFirst) // a is privileged, b is not
+	hostPID := with(func(p *corev1.Pod) { privilegedFirst(p); p.Spec.HostPID = true })
+	single := with(func(p *corev1.Pod) { p.Spec.Containers = p.Spec.Containers[1:] })
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		container string
+		wantErr   string
+	}{
+		{name: "plain target in a privileged pod is reached", pod: pod, container: "b"},
+		{name: "privileged target", pod: pod, container: "a", wantErr: "privileged container"},
+		{name: "no target among several: the whole pod is judged", pod: pod, wantErr: "privileged container"},
+		{name: "no target, one plain container", pod: single},
+		{name: "unknown target: the whole pod is judged", pod: pod, container: "zzz", wantErr: "privileged container"},
+		{name: "host namespaces stay pod-wide", pod: hostPID, container: "b", wantErr: "using host pid"},
+		{name: "privileged ephemeral target", pod: with(privilegedEphemeral), container: "debugger", wantErr: "privileged container"},
+		{name: "plain target beside a privileged ephemeral container", pod: with(privilegedEphemeral), container: "a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plugin, _ := newPlugin(escalating, v1alpha1.ExecConfiguration{PerContainer: true}, []*corev1.Pod{tt.pod}, []*corev1.Pod{tt.pod})
+			checkErr(t, plugin.Validate(context.Background(), connect("exec", tt.container), nil), tt.wantErr)
+		})
+	}
+	// Without the option the historic per-pod decision stands.
+	plugin, _ := newPlugin(escalating, v1alpha1.ExecConfiguration{}, []*corev1.Pod{pod}, nil)
+	checkErr(t, plugin.Validate(context.Background(), connect("exec", "b"), nil), "privileged container")
+}
+
+func TestTreatHostProcessAsPrivileged(t *testing.T) {
+	hostProcess := func(v bool) *corev1.WindowsSecurityContextOptions {
+		return &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(v)}
+	}
+	containerHP := with(func(p *corev1.Pod) {
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: hostProcess(true)}
+	})
+	podHP := with(func(p *corev1.Pod) {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: hostProcess(true)}
+	})
+	overridden := with(func(p *corev1.Pod) {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: hostProcess(true)}
+		for i := range p.Spec.Containers {
+			p.Spec.Containers[i].SecurityContext = &corev1.SecurityContext{WindowsOptions: hostProcess(false)}
+		}
+	})
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		on      bool
+		wantErr string
+	}{
+		{name: "historic: a hostProcess container is not privileged", pod: containerHP},
+		{name: "historic: a hostProcess pod is not privileged", pod: podHP},
+		{name: "container hostProcess", pod: containerHP, on: true, wantErr: "privileged container"},
+		{name: "pod hostProcess", pod: podHP, on: true, wantErr: "privileged container"},
+		{name: "containers opt out of the pod's hostProcess", pod: overridden, on: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plugin, _ := newPlugin(privileged, v1alpha1.ExecConfiguration{TreatHostProcessAsPrivileged: tt.on}, []*corev1.Pod{tt.pod}, nil)
+			checkErr(t, plugin.Validate(context.Background(), connect("exec", ""), nil), tt.wantErr)
+		})
+	}
+}
+
+// Spec case 17.
+func TestHandles(t *testing.T) {
+	p := New(escalating, v1alpha1.ExecConfiguration{})
+	for op, want := range map[admission.Operation]bool{
+		admission.Connect: true, admission.Create: false, admission.Update: false, admission.Delete: false,
+	} {
+		if got := p.Handles(op); got != want {
+			t.Errorf("Handles(%s) = %v, want %v", op, got, want)
+		}
+	}
+}
+
+func TestValidateInitialization(t *testing.T) {
+	p := New(escalating, v1alpha1.ExecConfiguration{})
+	if err := p.ValidateInitialization(); err == nil || !strings.Contains(err.Error(), "missing pod lister") {
+		t.Errorf("without a lister: %v", err)
+	}
+	wired, _ := newPlugin(escalating, v1alpha1.ExecConfiguration{}, nil, nil)
+	if err := wired.ValidateInitialization(); err != nil {
+		t.Errorf("wired: %v", err)
+	}
+	wired.client = nil
+	if err := wired.ValidateInitialization(); err == nil || !strings.Contains(err.Error(), "missing client") {
+		t.Errorf("without a client: %v", err)
+	}
+}
+
+func TestConfiguration(t *testing.T) {
+	const header = "apiVersion: exec.admission.turnstile.dev/v1alpha1\nkind: ExecConfiguration\n"
+	tests := []struct {
+		name, config, wantErr string
+		want                  v1alpha1.ExecConfiguration
+	}{
+		{name: "both", config: header + "perContainer: true\ntreatHostProcessAsPrivileged: true\n",
+			want: v1alpha1.ExecConfiguration{PerContainer: true, TreatHostProcessAsPrivileged: true}},
+		{name: "none", config: header},
+		{name: "unknown field", config: header + "perContainers: true\n",
+			wantErr: `DenyEscalatingExec: invalid configuration (want apiVersion exec.admission.turnstile.dev/v1alpha1, kind ExecConfiguration): strict decoding error: unknown field "perContainers"`},
+		{name: "other group", config: "apiVersion: securitycontextdeny.admission.turnstile.dev/v1alpha1\nkind: ExecConfiguration\n",
+			wantErr: "DenyEscalatingExec: invalid configuration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := factory(DenyEscalatingExec, escalating)(strings.NewReader(tt.config))
+			checkErr(t, err, tt.wantErr)
+			if err == nil && got.(*Plugin).config.PerContainer != tt.want.PerContainer ||
+				err == nil && got.(*Plugin).config.TreatHostProcessAsPrivileged != tt.want.TreatHostProcessAsPrivileged {
+				t.Errorf("config = %+v, want %+v", got.(*Plugin).config, tt.want)
+			}
+		})
+	}
+}
+
+// The example users copy decodes and turns both options on.
+func TestExampleConfiguration(t *testing.T) {
+	f, err := os.Open("../../../../examples/admission/exec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := factory(DenyExecOnPrivileged, privileged)(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.(*Plugin).config; !c.PerContainer || !c.TreatHostProcessAsPrivileged {
+		t.Errorf("example: %+v", c)
+	}
+}

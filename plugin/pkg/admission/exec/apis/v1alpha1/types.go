@@ -1,0 +1,55 @@
+// Package v1alpha1 is the configuration of the DenyEscalatingExec and
+// DenyExecOnPrivileged admission plugins, given in either plugin's
+// --admission-control-config-file entry:
+//
+//	apiVersion: exec.admission.turnstile.dev/v1alpha1
+//	kind: ExecConfiguration
+//	perContainer: true
+//	treatHostProcessAsPrivileged: true
+//
+// Without an entry the plugins behave exactly as upstream's last version.
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the configuration's API group.
+const GroupName = "exec.admission.turnstile.dev"
+
+// SchemeGroupVersion is the configuration's group and version.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+// ExecConfiguration holds opt-in changes to the historic decision. Both are
+// off by default: perContainer admits execs that upstream denied, and
+// treatHostProcessAsPrivileged denies execs that upstream admitted.
+type ExecConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// PerContainer decides "privileged" on the container the exec or attach
+	// targets instead of on the whole pod, so a plain sidecar of a pod with
+	// one privileged container can be reached. Host namespaces are pod-wide
+	// and still deny. When the target cannot be told (no container named and
+	// several containers), the whole pod is judged, as upstream did.
+	PerContainer bool `json:"perContainer,omitempty"`
+
+	// TreatHostProcessAsPrivileged counts a Windows HostProcess container
+	// (securityContext.windowsOptions.hostProcess, on the container or the
+	// pod) as privileged: it runs as a process on the host with the host's
+	// privileges. Upstream ignored it.
+	TreatHostProcessAsPrivileged bool `json:"treatHostProcessAsPrivileged,omitempty"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (c *ExecConfiguration) DeepCopyObject() runtime.Object {
+	out := *c
+	return &out
+}
+
+// AddToScheme registers the configuration kind.
+func AddToScheme(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &ExecConfiguration{})
+	return nil
+}
