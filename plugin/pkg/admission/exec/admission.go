@@ -89,11 +89,10 @@ func New(checks Checks, c v1alpha1.ExecConfiguration) *Plugin {
 	return &Plugin{Handler: admission.NewHandler(admission.Connect), checks: checks, config: c}
 }
 
-// SetExternalKubeInformerFactory wires the pod lister.
+// SetExternalKubeInformerFactory wires the pod lister. The plugin does not
+// wait for it to sync: until it has, misses fall back to a live GET.
 func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
-	pods := f.Core().V1().Pods()
-	p.pods = pods.Lister()
-	p.SetReadyFunc(pods.Informer().HasSynced)
+	p.pods = f.Core().V1().Pods().Lister()
 }
 
 // SetExternalKubeClientSet wires the client for lister misses.
