@@ -22,10 +22,13 @@ LOCAL_TOOLS := kube-controller-manager kube-scheduler kubectl
 # What the e2e tests run: etcd, vanilla kube-apiserver to compare against, and what `make run` runs.
 E2E_TOOLS := etcd kube-apiserver-upstream $(LOCAL_TOOLS)
 
+# Where `make image` says the image lives, as kubeadm's imageRepository.
+IMAGE_REPOSITORY ?= turnstile-k8s
+
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
 ADMISSION_PLUGINS ?=
 
-.PHONY: help build tools run clean-local test test-unit test-e2e verify clean FORCE
+.PHONY: help build tools image run clean-local test test-unit test-e2e verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -33,6 +36,11 @@ help: ## List the targets.
 build: $(BIN)/kube-apiserver ## Build our kube-apiserver into _output/bin.
 
 tools: $(addprefix $(BIN)/,$(TOOLS)) ## Build etcd, vanilla kube-apiserver, kubectl, kubeadm, controller-manager, scheduler.
+
+image: build $(BIN)/image ## OCI image tarball of our kube-apiserver in _output/images, built without Docker.
+	$(BIN)/image -binary $(BIN)/kube-apiserver -out _output/images -repository $(IMAGE_REPOSITORY) \
+		-revision "$$(git rev-parse --verify -q HEAD || echo unknown)" \
+		-created "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
 
 run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up ## Local control plane on embedded etcd; state in _output/local.
 	$(BIN)/local-up -dir _output/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)"
@@ -44,8 +52,8 @@ clean-local: ## Remove the state of `make run` (PKI, etcd data, logs).
 $(BIN)/kube-apiserver: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kube-apiserver
 
-$(BIN)/local-up: FORCE
-	$(GO) build -trimpath -o $@ ./hack/local-up
+$(BIN)/local-up $(BIN)/image: FORCE
+	$(GO) build -trimpath -o $@ ./hack/$(notdir $@)
 
 $(addprefix $(BIN)/,$(TOOLS)): FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $@ $(TOOL_$(notdir $@))
@@ -55,7 +63,7 @@ test: verify test-unit test-e2e ## Verify, then unit and e2e tests. CI runs this
 test-unit: ## Unit tests (everything but test/e2e).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
-test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up ## E2E tests: real etcd and kube-apiserver processes.
+test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image ## E2E tests: real etcd and kube-apiserver processes.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 45m -v ./test/e2e/...
 
 verify: ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, go mod tidy.
