@@ -19,8 +19,8 @@ TOOL_kubectl                 := k8s.io/kubernetes/cmd/kubectl
 TOOLS := etcd kube-apiserver-upstream kube-controller-manager kube-scheduler kubeadm kubectl
 # What `make run` starts besides our kube-apiserver, and kubectl to use it.
 LOCAL_TOOLS := kube-controller-manager kube-scheduler kubectl
-# What the e2e tests run: etcd, vanilla kube-apiserver to compare against, and what `make run` runs.
-E2E_TOOLS := etcd kube-apiserver-upstream $(LOCAL_TOOLS)
+# What the e2e tests run: etcd, vanilla kube-apiserver to compare against, kubeadm, and what `make run` runs.
+E2E_TOOLS := etcd kube-apiserver-upstream kubeadm $(LOCAL_TOOLS)
 
 # Where `make image` says the image lives, as kubeadm's imageRepository.
 IMAGE_REPOSITORY ?= turnstile-k8s
@@ -64,7 +64,8 @@ test-unit: ## Unit tests (everything but test/e2e).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image ## E2E tests: real etcd and kube-apiserver processes.
-	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 45m -v ./test/e2e/...
+	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 45m -v -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/...
 
 verify: ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, go mod tidy.
 	hack/verify.sh
