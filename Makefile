@@ -28,7 +28,7 @@ IMAGE_REPOSITORY ?= turnstile-k8s
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
 ADMISSION_PLUGINS ?=
 
-.PHONY: help build tools image run clean-local test test-unit test-e2e verify clean FORCE
+.PHONY: help build tools image bench run clean-local test test-unit test-e2e verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -42,6 +42,11 @@ image: build $(BIN)/image ## OCI image tarball of our kube-apiserver in _output/
 		-revision "$$(git rev-parse --verify -q HEAD || echo unknown)" \
 		-created "$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
 
+bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstile vs vanilla upstream under load, plus microbenchmarks; JSON in _output/bench.
+	mkdir -p _output/bench
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./pkg/... ./plugin/...) | grep -E '^(Benchmark|goos|cpu|pkg)' > _output/bench/micro.txt
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -out _output/bench -micro _output/bench/micro.txt
+
 run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up ## Local control plane on embedded etcd; state in _output/local.
 	$(BIN)/local-up -dir _output/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)"
 
@@ -52,7 +57,7 @@ clean-local: ## Remove the state of `make run` (PKI, etcd data, logs).
 $(BIN)/kube-apiserver: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kube-apiserver
 
-$(BIN)/local-up $(BIN)/image: FORCE
+$(BIN)/local-up $(BIN)/image $(BIN)/bench: FORCE
 	$(GO) build -trimpath -o $@ ./hack/$(notdir $@)
 
 $(addprefix $(BIN)/,$(TOOLS)): FORCE

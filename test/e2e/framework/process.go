@@ -128,3 +128,6 @@ func (p *process) Tail(n int) string {
 func loopbackURL(scheme string, port int) string {
 	return scheme + "://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
+
+// Pid is the process ID, for reading its /proc figures.
+func (p *process) Pid() int { return p.cmd.Process.Pid }

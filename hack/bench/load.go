@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+// scenario is one kind of load. Each client calls step with its own
+// sequence number until the run ends; step makes one or more requests and
+// returns how many it made and their latencies.
+type scenario struct {
+	name string
+	step func(ctx context.Context, c kubernetes.Interface, ns string, client, seq int, lat *[]time.Duration) error
+}
+
+var scenarios = []scenario{
+	{name: "configmaps", step: configMapStep},
+	{name: "pods", step: podStep},
+	{name: "events", step: eventStep},
+}
+
+// timed runs one request and records its latency.
+func timed(lat *[]time.Duration, request func() error) error {
+	began := time.Now()
+	err := request()
+	*lat = append(*lat, time.Since(began))
+	return err
+}
+
+// configMapStep creates a ConfigMap, gets it, updates it, and lists a page
+// of the namespace: one of each verb.
+func configMapStep(ctx context.Context, c kubernetes.Interface, ns string, client, seq int, lat *[]time.Duration) error {
+	cms := c.CoreV1().ConfigMaps(ns)
+	name := fmt.Sprintf("cm-%d-%d", client, seq)
+	var cm *corev1.ConfigMap
+	if err := timed(lat, func() (err error) {
+		cm, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := timed(lat, func() (err error) { cm, err = cms.Get(ctx, name, metav1.GetOptions{}); return err }); err != nil {
+		return err
+	}
+	cm.Data["k"] = "updated"
+	if err := timed(lat, func() error { _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); return err }); err != nil {
+		return err
+	}
+	return timed(lat, func() error { _, err := cms.List(ctx, metav1.ListOptions{Limit: 50}); return err })
+}
+
+// benchPod is shaped as admission plugins see real pods: an init container
+// and three containers with security contexts, resources and tolerations.
+func benchPod(name string) *corev1.Pod {
+	container := func(n string) corev1.Container {
+		return corev1.Container{
+			Name:  n,
+			Image: "registry.example.com/" + n + ":1.0",
+			SecurityContext: &corev1.SecurityContext{
+				RunAsNonRoot:             ptr.To(true),
+				AllowPrivilegeEscalation: ptr.To(false),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+			},
+		}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "bench"}},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
+			InitContainers:  []corev1.Container{container("init")},
+			Containers:      []corev1.Container{container("app"), container("proxy"), container("logs")},
+			Tolerations:     []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "bench", Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+}
+
+func podStep(ctx context.Context, c kubernetes.Interface, ns string, client, seq int, lat *[]time.Duration) error {
+	return timed(lat, func() error {
+		_, err := c.CoreV1().Pods(ns).Create(ctx, benchPod(fmt.Sprintf("pod-%d-%d", client, seq)), metav1.CreateOptions{})
+		return err
+	})
+}
+
+func eventStep(ctx context.Context, c kubernetes.Interface, ns string, client, seq int, lat *[]time.Duration) error {
+	now := metav1.Now()
+	return timed(lat, func() error {
+		_, err := c.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("ev-%d-%d", client, seq)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "bench", APIVersion: "v1"},
+			Reason:         "Bench", Message: "load", Type: corev1.EventTypeNormal,
+			Source: corev1.EventSource{Component: "bench"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		}, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// server is an etcd and apiserver pair started for one scenario.
+type server struct {
+	etcd      *framework.Etcd
+	apiserver *framework.APIServer
+	client    kubernetes.Interface
+}
+
+func startServer(dir string, pki *framework.PKI, binary string, args []string) (*server, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	etcd, err := framework.StartEtcd(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{etcd: etcd}
+	s.apiserver, err = framework.StartAPIServer(framework.APIServerConfig{Binary: binary, Dir: filepath.Join(dir, "apiserver"), Etcd: etcd, PKI: pki, Args: args})
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	config, err := s.apiserver.Config("bench-admin", "system:masters")
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	// No client-side throttling, protobuf as controllers use, so the
+	// server is what is measured.
+	config.QPS, config.Burst = -1, 0
+	config.ContentType = "application/vnd.kubernetes.protobuf"
+	s.client, err = kubernetes.NewForConfig(config)
+	if err != nil {
+		s.stop()
+	}
+	return s, err
+}
+
+func (s *server) stop() {
+	if s.apiserver != nil {
+		_ = s.apiserver.Stop(syscall.SIGTERM)
+	}
+	_ = s.etcd.Stop()
+}
+
+// figure is what one run measured.
+type figure struct {
+	Requests   int     `json:"requests"`
+	Errors     int     `json:"errors"`
+	FirstError string  `json:"firstError,omitempty"`
+	Throughput float64 `json:"throughput"`
+	P50        float64 `json:"p50Ms"`
+	P90        float64 `json:"p90Ms"`
+	P99        float64 `json:"p99Ms"`
+	CPUPer1k   float64 `json:"cpuSecondsPer1kRequests"`
+	PeakRSSMiB float64 `json:"peakRssMiB"`
+}
+
+// load runs scenario s against the server for d with concurrency clients,
+// in a namespace of its own, and measures the apiserver process.
+func (s *server) load(ctx context.Context, sc scenario, concurrency int, d time.Duration, name string) (figure, error) {
+	ns := "bench-" + sc.name + "-" + name
+	if _, err := s.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return figure{}, err
+	}
+	if _, err := s.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		return figure{}, err
+	}
+	pid := s.apiserver.Pid()
+	cpuBefore, err := cpuSeconds(pid)
+	if err != nil {
+		return figure{}, err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		all      []time.Duration
+		errs     int
+		firstErr string
+		wg       sync.WaitGroup
+	)
+	began := time.Now()
+	for client := 0; client < concurrency; client++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			var myErrs int
+			var myFirst string
+			for seq := 0; runCtx.Err() == nil; seq++ {
+				if err := sc.step(runCtx, s.client, ns, client, seq, &lat); err != nil && runCtx.Err() == nil {
+					myErrs++
+					if myFirst == "" {
+						myFirst = err.Error()
+					}
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			all = append(all, lat...)
+			errs += myErrs
+			if firstErr == "" {
+				firstErr = myFirst
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	cpuAfter, err := cpuSeconds(pid)
+	if err != nil {
+		return figure{}, err
+	}
+	rss, err := peakRSSMiB(pid)
+	if err != nil {
+		return figure{}, err
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	pct := func(p float64) float64 {
+		if len(all) == 0 {
+			return 0
+		}
+		return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000
+	}
+	f := figure{
+		Requests: len(all), Errors: errs, FirstError: firstErr,
+		Throughput: float64(len(all)) / elapsed.Seconds(),
+		P50:        pct(0.50), P90: pct(0.90), P99: pct(0.99),
+		PeakRSSMiB: rss,
+	}
+	if len(all) > 0 {
+		f.CPUPer1k = (cpuAfter - cpuBefore) / float64(len(all)) * 1000
+	}
+	return f, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times; 100 on
+// every Linux architecture Kubernetes runs on.
+const clockTicks = 100
+
+// cpuSeconds is the process's user plus system CPU time.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the parenthesised command name; utime and stime are the
+	// 14th and 15th fields of the whole line.
+	rest := string(data[strings.LastIndexByte(string(data), ')')+2:])
+	fields := strings.Fields(rest)
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad CPU times", pid)
+	}
+	return (utime + stime) / clockTicks, nil
+}
+
+// peakRSSMiB is the process's peak resident set size (VmHWM).
+func peakRSSMiB(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
+}
+
+func numCPU() int { return runtime.NumCPU() }

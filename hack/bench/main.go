@@ -1,0 +1,311 @@
+// Command bench runs Turnstile's kube-apiserver and vanilla upstream
+// v1.36.3 (built from the same module graph) alternately under the same
+// load and reports the ratio of every figure, so that a user can see what
+// the distribution costs. `make bench` builds the binaries and runs this.
+//
+// For each configuration and scenario it starts, for each binary, a fresh
+// etcd and an apiserver with identical flags, warms both up, then runs
+// -pairs pairs in ABBA order (Turnstile first in even pairs, upstream first
+// in odd ones). Each run gets a fresh namespace. The load generator runs in
+// this process. The noise-floor configuration runs upstream on both sides.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+// configuration is what the two sides run: flags for each, and for the
+// noise floor, upstream's binary on the Turnstile side too.
+type configuration struct {
+	Name, Description   string
+	Turnstile, Upstream []string
+	TurnstileBinary     string // empty: our kube-apiserver
+}
+
+// allDocumented is every documented controller that can run together. Left
+// out: AlwaysDeny (denies everything), NamespaceAutoProvision (conflicts
+// with NamespaceExists) and ImagePolicyWebhook (needs an image-policy
+// backend). Upstream's default set is on in both.
+var allDocumented = []string{
+	"AlwaysAdmit", "AlwaysPullImages", "DenyServiceExternalIPs", "EventRateLimit", "ExtendedResourceToleration",
+	"LimitPodHardAntiAffinityTopology", "NamespaceExists", "NodeRestriction", "OwnerReferencesPermissionEnforcement",
+	"PodNodeSelector", "PodTolerationRestriction",
+	"SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged",
+}
+
+func configurations(admissionConfig string) []configuration {
+	return []configuration{
+		{
+			Name:            "noise-floor",
+			Description:     "upstream against itself: the run-to-run noise any ratio must beat",
+			TurnstileBinary: "kube-apiserver-upstream",
+		},
+		{
+			Name:        "same-plugins",
+			Description: "both binaries with upstream's default admission plugins: the cost of being a distribution",
+		},
+		{
+			Name:        "all-documented",
+			Description: "Turnstile with every documented controller that can run together, upstream with its defaults",
+			Turnstile: []string{
+				"--enable-admission-plugins=" + strings.Join(allDocumented, ","),
+				"--admission-control-config-file=" + admissionConfig,
+			},
+		},
+	}
+}
+
+type options struct {
+	pairs       int
+	duration    time.Duration
+	warmup      time.Duration
+	concurrency int
+	out         string
+	admission   string
+	only        string
+	micro       string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.pairs, "pairs", 3, "Turnstile/upstream run pairs per scenario")
+	flag.DurationVar(&o.duration, "duration", 8*time.Second, "length of one measured run")
+	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "unmeasured load on each server before the pairs")
+	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent clients")
+	flag.StringVar(&o.out, "out", "_output/bench", "directory for the JSON report")
+	flag.StringVar(&o.admission, "admission-config", "hack/bench/admission-config.yaml", "AdmissionConfiguration for all-documented")
+	flag.StringVar(&o.only, "only", "", "run only configurations or scenarios whose name contains this")
+	flag.StringVar(&o.micro, "micro", "", "output of `go test -bench` to include in the report")
+	flag.Parse()
+	// client-go logs the requests a run's deadline cuts short; they are
+	// expected and not counted.
+	quiet := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(quiet)
+	_ = quiet.Set("logtostderr", "false")
+	_ = quiet.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+	if err := run(o); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// report is what the JSON file holds.
+type report struct {
+	Started     time.Time `json:"started"`
+	Machine     string    `json:"machine"`
+	Pairs       int       `json:"pairs"`
+	Duration    string    `json:"duration"`
+	Concurrency int       `json:"concurrency"`
+	Results     []result  `json:"results"`
+	// Micro is the `go test -bench` output for our plugins and registry.
+	Micro string `json:"micro,omitempty"`
+}
+
+type result struct {
+	Configuration string   `json:"configuration"`
+	Scenario      string   `json:"scenario"`
+	Turnstile     []figure `json:"turnstile"`
+	Upstream      []figure `json:"upstream"`
+}
+
+func run(o options) error {
+	admissionConfig, err := filepath.Abs(o.admission)
+	if err != nil {
+		return err
+	}
+	root, err := os.MkdirTemp("", "turnstile-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	pki, err := framework.NewPKI(filepath.Join(root, "pki"))
+	if err != nil {
+		return err
+	}
+	rep := report{Started: time.Now().UTC(), Machine: machine(), Pairs: o.pairs, Duration: o.duration.String(), Concurrency: o.concurrency}
+	for _, c := range configurations(admissionConfig) {
+		for _, s := range scenarios {
+			if o.only != "" && !strings.Contains(c.Name+"/"+s.name, o.only) {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "bench: %s / %s\n", c.Name, s.name)
+			r, err := measure(o, root, pki, c, s)
+			if err != nil {
+				return fmt.Errorf("%s / %s: %w", c.Name, s.name, err)
+			}
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	if o.micro != "" {
+		data, err := os.ReadFile(o.micro)
+		if err != nil {
+			return err
+		}
+		rep.Micro = string(data)
+	}
+	printTable(os.Stdout, rep)
+	if rep.Micro != "" {
+		fmt.Printf("\nMicrobenchmarks (go test -bench):\n%s", rep.Micro)
+	}
+	return writeJSON(o.out, rep)
+}
+
+// measure runs one scenario of one configuration: both servers fresh, then
+// alternating runs.
+func measure(o options, root string, pki *framework.PKI, c configuration, s scenario) (result, error) {
+	dir := filepath.Join(root, c.Name+"-"+s.name)
+	t, err := startServer(filepath.Join(dir, "turnstile"), pki, c.TurnstileBinary, c.Turnstile)
+	if err != nil {
+		return result{}, err
+	}
+	defer t.stop()
+	u, err := startServer(filepath.Join(dir, "upstream"), pki, "kube-apiserver-upstream", c.Upstream)
+	if err != nil {
+		return result{}, err
+	}
+	defer u.stop()
+
+	ctx := context.Background()
+	for _, srv := range []*server{t, u} {
+		if _, err := srv.load(ctx, s, o.concurrency, o.warmup, "warmup"); err != nil {
+			return result{}, err
+		}
+	}
+	r := result{Configuration: c.Name, Scenario: s.name}
+	type side struct {
+		srv *server
+		out *[]figure
+	}
+	for i := 0; i < o.pairs; i++ {
+		// ABBA: which side goes first alternates, so an effect of position
+		// within a pair (the other server's leftover work, caches) cancels.
+		order := []side{{t, &r.Turnstile}, {u, &r.Upstream}}
+		if i%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, side := range order {
+			f, err := side.srv.load(ctx, s, o.concurrency, o.duration, fmt.Sprintf("run-%d", i))
+			if err != nil {
+				return result{}, err
+			}
+			*side.out = append(*side.out, f)
+		}
+	}
+	return r, nil
+}
+
+func writeJSON(dir string, rep report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	name := filepath.Join(dir, "bench-"+rep.Started.Format("20060102T150405Z")+".json")
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("\nJSON: %s\n", name)
+	return os.WriteFile(filepath.Join(dir, "latest.json"), data, 0o644)
+}
+
+// metric reads one figure from a run; lowerIsBetter only labels the table.
+type metric struct {
+	name  string
+	unit  string
+	value func(figure) float64
+}
+
+var metrics = []metric{
+	{"throughput", "req/s", func(f figure) float64 { return f.Throughput }},
+	{"p50", "ms", func(f figure) float64 { return f.P50 }},
+	{"p90", "ms", func(f figure) float64 { return f.P90 }},
+	{"p99", "ms", func(f figure) float64 { return f.P99 }},
+	{"cpu", "s/1k req", func(f figure) float64 { return f.CPUPer1k }},
+	{"peak rss", "MiB", func(f figure) float64 { return f.PeakRSSMiB }},
+	{"errors", "", func(f figure) float64 { return float64(f.Errors) }},
+}
+
+func printTable(w *os.File, rep report) {
+	fmt.Fprintf(w, "\nTurnstile vs upstream v1.36.3: %d pairs of %s runs, %d clients, on %s\n", rep.Pairs, rep.Duration, rep.Concurrency, rep.Machine)
+	fmt.Fprintf(w, "Medians over the runs; ratio = Turnstile/upstream, median of the per-pair ratios (min..max across pairs).\n")
+	fmt.Fprintf(w, "noise-floor runs upstream on both sides: its ratios show how far 1.0 moves by chance.\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "configuration\tscenario\tmetric\tTurnstile\tupstream\tratio\tmin..max\t")
+	for _, r := range rep.Results {
+		for _, m := range metrics {
+			ts, us := values(r.Turnstile, m), values(r.Upstream, m)
+			var ratios []float64
+			for i := range ts {
+				if us[i] != 0 {
+					ratios = append(ratios, ts[i]/us[i])
+				}
+			}
+			ratio, span := "-", "-"
+			if len(ratios) > 0 {
+				ratio = fmt.Sprintf("%.3f", median(ratios))
+				lo, hi := minMax(ratios)
+				span = fmt.Sprintf("%.3f..%.3f", lo, hi)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%.2f\t%.2f\t%s\t%s\t\n", r.Configuration, r.Scenario, m.name, m.unit, median(ts), median(us), ratio, span)
+		}
+	}
+	tw.Flush()
+}
+
+func values(fs []figure, m metric) []float64 {
+	out := make([]float64, len(fs))
+	for i, f := range fs {
+		out[i] = m.value(f)
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func minMax(xs []float64) (float64, float64) {
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs, %s", numCPU(), model)
+}
