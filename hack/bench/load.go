@@ -14,12 +14,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+	"github.com/turnstile-k8s/turnstile/test/fixtures"
 )
 
 // scenario is one kind of load. Each client calls step with its own
@@ -66,39 +65,9 @@ func configMapStep(ctx context.Context, c kubernetes.Interface, ns string, clien
 	return timed(lat, func() error { _, err := cms.List(ctx, metav1.ListOptions{Limit: 50}); return err })
 }
 
-// benchPod is shaped as admission plugins see real pods: an init container
-// and three containers with security contexts, resources and tolerations.
-func benchPod(name string) *corev1.Pod {
-	container := func(n string) corev1.Container {
-		return corev1.Container{
-			Name:  n,
-			Image: "registry.example.com/" + n + ":1.0",
-			SecurityContext: &corev1.SecurityContext{
-				RunAsNonRoot:             ptr.To(true),
-				AllowPrivilegeEscalation: ptr.To(false),
-				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
-			},
-		}
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "bench"}},
-		Spec: corev1.PodSpec{
-			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
-			InitContainers:  []corev1.Container{container("init")},
-			Containers:      []corev1.Container{container("app"), container("proxy"), container("logs")},
-			Tolerations:     []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "bench", Effect: corev1.TaintEffectNoSchedule}},
-		},
-	}
-}
-
 func podStep(ctx context.Context, c kubernetes.Interface, ns string, client, seq int, lat *[]time.Duration) error {
 	return timed(lat, func() error {
-		_, err := c.CoreV1().Pods(ns).Create(ctx, benchPod(fmt.Sprintf("pod-%d-%d", client, seq)), metav1.CreateOptions{})
+		_, err := c.CoreV1().Pods(ns).Create(ctx, fixtures.Pod(fmt.Sprintf("pod-%d-%d", client, seq), ""), metav1.CreateOptions{})
 		return err
 	})
 }

@@ -13,6 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
+
+	"github.com/turnstile-k8s/turnstile/test/fixtures"
 )
 
 // wireInformers gives plugins the informer factory and client the
@@ -61,23 +64,16 @@ func ourChain(b *testing.B, pods ...*corev1.Pod) (admission.ValidationInterface,
 }
 
 func BenchmarkChain(b *testing.B) {
-	pod := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
-		Spec: api.PodSpec{
-			SecurityContext: &api.PodSecurityContext{RunAsNonRoot: new(bool)},
-			InitContainers:  []api.Container{{Name: "init", Image: "i", SecurityContext: &api.SecurityContext{}}},
-			Containers:      []api.Container{{Name: "app", Image: "i"}, {Name: "proxy", Image: "i"}, {Name: "logs", Image: "i"}},
-		},
-	}
-	cached := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "i"}, {Name: "proxy", Image: "i"}}},
+	cached := fixtures.Pod("web", "shop")
+	var pod api.Pod // admission sees the internal type
+	if err := corev1conversion.Convert_v1_Pod_To_core_Pod(cached, &pod, nil); err != nil {
+		b.Fatal(err)
 	}
 	for _, bc := range []struct {
 		name  string
 		attrs admission.Attributes
 	}{
-		{"pod-create", admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("v1"), "shop", "web",
+		{"pod-create", admission.NewAttributesRecord(&pod, nil, api.Kind("Pod").WithVersion("v1"), "shop", "web",
 			api.Resource("pods").WithVersion("v1"), "", admission.Create, &metav1.CreateOptions{}, false, nil)},
 		{"pod-exec", admission.NewAttributesRecord(&api.PodExecOptions{Container: "app"}, nil, api.Kind("PodExecOptions").WithVersion("v1"), "shop", "web",
 			api.Resource("pods").WithVersion("v1"), "exec", admission.Connect, nil, false, nil)},
