@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -32,6 +31,8 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
 	kubeconfigphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/kubeconfig"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
+
+	"github.com/turnstile-k8s/turnstile/internal/process"
 )
 
 func main() {
@@ -88,23 +89,22 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	plane := &controlPlane{}
+	var plane controlPlane
 	defer plane.stop()
 	for _, name := range []string{kubeadmconstants.KubeAPIServer, kubeadmconstants.KubeControllerManager, kubeadmconstants.KubeScheduler} {
-		if err := plane.start(name, commands[name], filepath.Join(o.dir, "logs", name+".log")); err != nil {
+		p, err := process.Start(name, filepath.Join(o.dir, "logs", name+".log"), commands[name])
+		if err != nil {
 			return err
 		}
+		plane = append(plane, p)
 		if name == kubeadmconstants.KubeAPIServer {
-			if err := waitForAPIServer(ctx, plane, cfg, o.dir); err != nil {
+			if err := waitForAPIServer(ctx, p, cfg, o.dir); err != nil {
 				return err
 			}
 		}
 	}
-	for name, port := range map[string]int32{
-		kubeadmconstants.KubeControllerManager: kubeadmconstants.KubeControllerManagerPort,
-		kubeadmconstants.KubeScheduler:         kubeadmconstants.KubeSchedulerPort,
-	} {
-		if err := plane.waitHealthy(ctx, name, fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err != nil {
+	for i, port := range []int32{kubeadmconstants.KubeControllerManagerPort, kubeadmconstants.KubeSchedulerPort} {
+		if err := waitHealthy(ctx, plane[i+1], fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err != nil {
 			return err
 		}
 	}
@@ -114,8 +114,8 @@ func run() error {
 	case <-ctx.Done():
 		fmt.Println("\nStopping: kube-scheduler, kube-controller-manager, then kube-apiserver and its etcd.")
 		return plane.stop()
-	case p := <-plane.exited:
-		return fmt.Errorf("%s exited unexpectedly (%v); see %s", p.name, p.err, p.log)
+	case p := <-plane.firstExit():
+		return fmt.Errorf("%s exited unexpectedly (%v); see %s", p.Name, p.Err(), p.Log)
 	}
 }
 
@@ -192,7 +192,7 @@ func commandLines(cfg *kubeadmapi.InitConfiguration, o options) (map[string][]st
 	return commands, nil
 }
 
-func waitForAPIServer(ctx context.Context, plane *controlPlane, cfg *kubeadmapi.InitConfiguration, dir string) error {
+func waitForAPIServer(ctx context.Context, p *process.Process, cfg *kubeadmapi.InitConfiguration, dir string) error {
 	superAdmin, err := clientFor(filepath.Join(dir, kubeadmconstants.SuperAdminKubeConfigFileName))
 	if err != nil {
 		return err
@@ -201,7 +201,7 @@ func waitForAPIServer(ctx context.Context, plane *controlPlane, cfg *kubeadmapi.
 		_, err := superAdmin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}
-	if err := plane.waitFor(ctx, kubeadmconstants.KubeAPIServer, ready); err != nil {
+	if err := p.WaitUntil(ctx, 2*time.Minute, ready); err != nil {
 		return err
 	}
 	// admin.conf's group is bound to cluster-admin by a ClusterRoleBinding
@@ -262,76 +262,11 @@ func lock(dir string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// controlPlane is the set of started component processes.
-type controlPlane struct {
-	procs  []*proc
-	exited chan *proc
-}
-
-type proc struct {
-	name, log string
-	cmd       *exec.Cmd
-	done      chan struct{}
-	err       error
-}
-
-func (c *controlPlane) start(name string, command []string, log string) error {
-	if c.exited == nil {
-		c.exited = make(chan *proc, 3)
-	}
-	out, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Stdout, cmd.Stderr = out, out
-	// Own process group, so the terminal's Ctrl-C reaches only us and we
-	// stop the components in order; and they die if we are killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, log: log, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		out.Close()
-		close(p.done)
-		c.exited <- p
-	}()
-	c.procs = append(c.procs, p)
-	return nil
-}
-
-// waitFor polls ready until it succeeds, the process exits or ctx ends.
-func (c *controlPlane) waitFor(ctx context.Context, name string, ready func(context.Context) error) error {
-	p := c.find(name)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := ready(attempt)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited while starting (%v); see %s", name, p.err, p.log)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after 2m: %v; see %s", name, err, p.log)
-		}
-	}
-}
-
 // waitHealthy waits for a component's /healthz. Its serving certificate is
 // self-signed, so, like kubeadm's own probe, the check does not verify it.
-func (c *controlPlane) waitHealthy(ctx context.Context, name, url string) error {
+func waitHealthy(ctx context.Context, p *process.Process, url string) error {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	return c.waitFor(ctx, name, func(ctx context.Context) error {
+	return p.WaitUntil(ctx, 2*time.Minute, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
@@ -348,48 +283,30 @@ func (c *controlPlane) waitHealthy(ctx context.Context, name, url string) error 
 	})
 }
 
-func (c *controlPlane) find(name string) *proc {
-	for _, p := range c.procs {
-		if p.name == name {
-			return p
-		}
+// controlPlane is the started components, in start order.
+type controlPlane []*process.Process
+
+// firstExit delivers the first component that exits.
+func (c controlPlane) firstExit() <-chan *process.Process {
+	exited := make(chan *process.Process, len(c))
+	for _, p := range c {
+		go func() {
+			<-p.Done()
+			exited <- p
+		}()
 	}
-	return nil
+	return exited
 }
 
 // stop terminates the components in reverse start order, so the apiserver
 // (and with it etcd) goes last and nothing loses its server mid-write.
-func (c *controlPlane) stop() error {
+// kube-controller-manager does not handle SIGTERM; dying of it is clean.
+func (c controlPlane) stop() error {
 	var errs []error
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		p := c.procs[i]
-		select {
-		case <-p.done:
-			continue
-		default:
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-			if p.err != nil && !killedBy(p.err, syscall.SIGTERM) {
-				errs = append(errs, fmt.Errorf("%s: %v", p.name, p.err))
-			}
-		case <-time.After(time.Minute):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			errs = append(errs, fmt.Errorf("%s did not stop within a minute and was killed", p.name))
+	for i := len(c) - 1; i >= 0; i-- {
+		if err := c[i].Stop(syscall.SIGTERM, time.Minute); err != nil && !process.EndedBy(err, syscall.SIGTERM) {
+			errs = append(errs, fmt.Errorf("%s: %w", c[i].Name, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// killedBy reports whether a process ended by sig. kube-controller-manager
-// does not handle SIGTERM, so that is how it stops normally.
-func killedBy(err error, sig syscall.Signal) bool {
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		return false
-	}
-	status, ok := exit.Sys().(syscall.WaitStatus)
-	return ok && status.Signaled() && status.Signal() == sig
 }

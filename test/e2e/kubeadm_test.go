@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/turnstile-k8s/turnstile/internal/process"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
@@ -122,27 +123,17 @@ func TestKubeadmStaticPodManifest(t *testing.T) {
 	if image := apiserverPod.Spec.Containers[0].Image; image != "turnstile-k8s/kube-apiserver:"+kubeadmutil.KubernetesVersionToImageTag(version) {
 		t.Errorf("kubeadm's kube-apiserver image is %s, not the one `make image` tags", image)
 	}
-	start := func(pod *corev1.Pod) *exec.Cmd {
+	start := func(pod *corev1.Pod) {
 		command := remap(pod, rootfs)
 		bin, err := framework.Binary(filepath.Base(command[0]))
 		if err != nil {
 			t.Fatal(err)
 		}
-		logFile, err := os.Create(filepath.Join(rootfs, pod.Name+".log"))
+		p, err := process.Start(pod.Name, filepath.Join(rootfs, pod.Name+".log"), append([]string{bin}, command[1:]...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bin, command[1:]...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			_ = cmd.Wait()
-			logFile.Close()
-		})
-		return cmd
+		t.Cleanup(func() { _ = p.Stop(os.Interrupt, time.Minute) })
 	}
 	if err := os.MkdirAll(filepath.Join(rootfs, "var/lib/etcd"), 0o700); err != nil {
 		t.Fatal(err)

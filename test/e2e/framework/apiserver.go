@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/turnstile-k8s/turnstile/internal/process"
 )
 
 // APIServerConfig says how to start a kube-apiserver.
@@ -34,7 +36,7 @@ type APIServerConfig struct {
 type APIServer struct {
 	URL string
 	pki *PKI
-	*process
+	*process.Process
 }
 
 // StartAPIServer starts a kube-apiserver with secure serving on a free
@@ -76,27 +78,25 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 		args = append(args, "--etcd-servers="+c.Etcd.URL)
 	}
 	args = append(args, c.Args...)
-	p, err := startProcess(name, bin, filepath.Join(c.Dir, name+".log"), args...)
+	p, err := process.Start(name, filepath.Join(c.Dir, name+".log"), append([]string{bin}, args...))
 	if err != nil {
 		return nil, err
 	}
-	s := &APIServer{URL: loopbackURL("https", port), pki: c.PKI, process: p}
+	s := &APIServer{URL: loopbackURL("https", port), pki: c.PKI, Process: p}
 	admin, err := s.Client("e2e-admin", "system:masters")
 	if err != nil {
-		_ = p.stop(syscall.SIGKILL, time.Second)
+		_ = p.Stop(syscall.SIGKILL, time.Second)
 		return nil, err
 	}
-	ready := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
+	ready := func(ctx context.Context) error {
 		body, err := admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err != nil {
 			return fmt.Errorf("/readyz: %v: %s", err, body)
 		}
 		return nil
 	}
-	if err := p.waitUntil(2*time.Minute, ready); err != nil {
-		_ = p.stop(syscall.SIGTERM, 10*time.Second)
+	if err := p.WaitUntil(context.Background(), 2*time.Minute, ready); err != nil {
+		_ = p.Stop(syscall.SIGTERM, 10*time.Second)
 		return nil, err
 	}
 	return s, nil
@@ -143,5 +143,5 @@ func (s *APIServer) WriteKubeconfig(path, user string, groups ...string) error {
 // Stop sends sig (SIGTERM or SIGINT) and waits for a graceful exit; it
 // fails unless the server exits with status 0.
 func (s *APIServer) Stop(sig os.Signal) error {
-	return s.stop(sig, time.Minute)
+	return s.Process.Stop(sig, time.Minute)
 }

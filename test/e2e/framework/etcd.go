@@ -2,21 +2,21 @@ package framework
 
 import (
 	"context"
-	"errors"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/turnstile-k8s/turnstile/internal/process"
 )
 
 // Etcd is an etcd process, built from go.mod's tool line, serving plain
 // HTTP on loopback.
 type Etcd struct {
 	URL string
-	*process
+	*process.Process
 }
 
 // StartEtcd starts etcd with its data and log under dir and waits until it
@@ -35,22 +35,22 @@ func StartEtcd(dir string) (*Etcd, error) {
 		return nil, err
 	}
 	clientURL, peerURL := loopbackURL("http", clientPort), loopbackURL("http", peerPort)
-	p, err := startProcess("etcd", bin, filepath.Join(dir, "etcd.log"),
+	p, err := process.Start("etcd", filepath.Join(dir, "etcd.log"), []string{bin,
 		"--name=e2e",
-		"--data-dir="+filepath.Join(dir, "etcd-data"),
-		"--listen-client-urls="+clientURL,
-		"--advertise-client-urls="+clientURL,
-		"--listen-peer-urls="+peerURL,
-		"--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=e2e="+peerURL,
+		"--data-dir=" + filepath.Join(dir, "etcd-data"),
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=e2e=" + peerURL,
 		"--log-level=warn",
-	)
+	})
 	if err != nil {
 		return nil, err
 	}
-	e := &Etcd{URL: clientURL, process: p}
-	if err := p.waitUntil(30*time.Second, e.ping); err != nil {
-		_ = p.stop(syscall.SIGTERM, 5*time.Second)
+	e := &Etcd{URL: clientURL, Process: p}
+	if err := p.WaitUntil(context.Background(), 30*time.Second, e.ping); err != nil {
+		_ = p.Stop(syscall.SIGTERM, 5*time.Second)
 		return nil, err
 	}
 	return e, nil
@@ -62,14 +62,12 @@ func (e *Etcd) Client() (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: []string{e.URL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 }
 
-func (e *Etcd) ping() error {
+func (e *Etcd) ping(ctx context.Context) error {
 	c, err := e.Client()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
 	_, err = c.Get(ctx, "health")
 	return err
 }
@@ -77,9 +75,8 @@ func (e *Etcd) ping() error {
 // Stop terminates etcd. etcd re-raises SIGTERM after its own clean-up, so
 // dying of that signal is a clean stop.
 func (e *Etcd) Stop() error {
-	err := e.stop(syscall.SIGTERM, 30*time.Second)
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == -1 && exit.String() == "signal: terminated" {
+	err := e.Process.Stop(syscall.SIGTERM, 30*time.Second)
+	if process.EndedBy(err, syscall.SIGTERM) {
 		return nil
 	}
 	return err
