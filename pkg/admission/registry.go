@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel"
 )
 
 // Placement puts one of our plugins directly after an upstream plugin in the
@@ -27,6 +28,7 @@ type Placement struct {
 var registrations = []func(*admission.Plugins){
 	securitycontextdeny.Register,
 	exec.Register,
+	persistentvolumelabel.Register,
 }
 
 // placements is where each of our plugins runs, and so also the list of the
@@ -35,6 +37,7 @@ var placements = []Placement{
 	{Name: securitycontextdeny.PluginName, After: "NamespaceExists"},
 	{Name: exec.DenyEscalatingExec, After: "PodTolerationRestriction"},
 	{Name: exec.DenyExecOnPrivileged, After: "PodTolerationRestriction"},
+	{Name: persistentvolumelabel.PluginName, After: "ExtendedResourceToleration"},
 }
 
 // lastPlugins must end the chain: upstream runs webhooks, policies, quota and
