@@ -44,7 +44,7 @@ var allDocumented = []string{
 	"AlwaysAdmit", "AlwaysPullImages", "DenyServiceExternalIPs", "EventRateLimit", "ExtendedResourceToleration",
 	"LimitPodHardAntiAffinityTopology", "NamespaceExists", "NodeRestriction", "OwnerReferencesPermissionEnforcement",
 	"PodNodeSelector", "PodTolerationRestriction",
-	"SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged",
+	"SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged", "PersistentVolumeLabel",
 }
 
 func configurations(admissionConfig string) []configuration {

@@ -214,10 +214,7 @@ func volumeOf(pv *api.PersistentVolume) (volume, bool) {
 	case s.AWSElasticBlockStore != nil:
 		v.typ, v.id = v1alpha1.AWSElasticBlockStore, s.AWSElasticBlockStore.VolumeID
 	case s.AzureDisk != nil:
-		v.typ, v.id = v1alpha1.AzureDisk, s.AzureDisk.DataDiskURI
-		if v.id == "" {
-			v.id = s.AzureDisk.DiskName
-		}
+		v.typ, v.id = v1alpha1.AzureDisk, s.AzureDisk.DataDiskURI // required by validation
 	case s.Cinder != nil:
 		v.typ, v.id = v1alpha1.Cinder, s.Cinder.VolumeID
 	case s.VsphereVolume != nil:

@@ -308,7 +308,6 @@ func TestVolumeOf(t *testing.T) {
 		{gcePV("", "pd-1"), "GCE PD volume pd-1"},
 		{awsPV("", "aws://us-east-1a/vol-1"), "AWS EBS volume aws://us-east-1a/vol-1"},
 		{source(api.PersistentVolumeSource{AzureDisk: &api.AzureDiskVolumeSource{DiskName: "d", DataDiskURI: "https://x/d.vhd"}}), "AzureDisk volume https://x/d.vhd"},
-		{source(api.PersistentVolumeSource{AzureDisk: &api.AzureDiskVolumeSource{DiskName: "d"}}), "AzureDisk volume d"},
 		{source(api.PersistentVolumeSource{Cinder: &api.CinderPersistentVolumeSource{VolumeID: "c-1"}}), "Cinder volume c-1"},
 		{source(api.PersistentVolumeSource{VsphereVolume: &api.VsphereVirtualDiskVolumeSource{VolumePath: "[ds] v.vmdk"}}), "vSphere Volume [ds] v.vmdk"},
 		{source(api.PersistentVolumeSource{CSI: &api.CSIPersistentVolumeSource{Driver: "pd.csi.storage.gke.io", VolumeHandle: "h/1"}}), "CSI volume h/1 of driver pd.csi.storage.gke.io"},
