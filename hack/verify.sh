@@ -25,6 +25,9 @@ if ! diff -u "$saved/go.mod" go.mod >&2 || ! diff -q "$saved/go.sum" go.sum >/de
 	fail=1
 fi
 
+# Every registered admission plugin has a row in test/e2e/README.md naming its tests.
+go run ./hack/verify-e2e-coverage || fail=1
+
 for script in hack/*.sh .ci/run; do
 	bash -n "$script" || { echo "verify: $script has a syntax error" >&2; fail=1; }
 done

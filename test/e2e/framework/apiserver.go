@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -78,6 +80,9 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 		args = append(args, "--etcd-servers="+c.Etcd.URL)
 	}
 	args = append(args, c.Args...)
+	if name := os.Getenv(WithoutPluginEnv); name != "" {
+		args = withoutPlugin(args, name)
+	}
 	p, err := process.Start(name, filepath.Join(c.Dir, name+".log"), append([]string{bin}, args...))
 	if err != nil {
 		return nil, err
@@ -144,4 +149,34 @@ func (s *APIServer) WriteKubeconfig(path, user string, groups ...string) error {
 // fails unless the server exits with status 0.
 func (s *APIServer) Stop(sig os.Signal) error {
 	return s.Process.Stop(sig, time.Minute)
+}
+
+// WithoutPluginEnv names an admission plugin that every apiserver the
+// framework starts runs without, whatever its flags say. hack/e2e-mutation.sh
+// sets it to show that each plugin's tests fail when the plugin is off.
+const WithoutPluginEnv = "TURNSTILE_E2E_WITHOUT_PLUGIN"
+
+// withoutPlugin removes name from the plugin lists in args and, unless the
+// deprecated --admission-control (which cannot be combined with
+// --disable-admission-plugins) is in use, disables it.
+func withoutPlugin(args []string, name string) []string {
+	var out, disabled []string
+	legacy := false
+	for _, arg := range args {
+		flag, value, _ := strings.Cut(arg, "=")
+		switch flag {
+		case "--enable-admission-plugins", "--admission-control":
+			legacy = legacy || flag == "--admission-control"
+			plugins := slices.DeleteFunc(strings.Split(value, ","), func(p string) bool { return p == name })
+			out = append(out, flag+"="+strings.Join(plugins, ","))
+		case "--disable-admission-plugins":
+			disabled = append(disabled, value)
+		default:
+			out = append(out, arg)
+		}
+	}
+	if !legacy {
+		out = append(out, "--disable-admission-plugins="+strings.Join(append(disabled, name), ","))
+	}
+	return out
 }
