@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// testNamespaceLifecycle: no new objects in a Terminating namespace (one
+// testPolicyNamespaceLifecycle: no new objects in a Terminating namespace (one
 // stays Terminating here, with its "kubernetes" finalizer, because no
 // namespace controller runs), none in a namespace that does not exist, and
 // default, kube-system and kube-public cannot be deleted. Without the plugin
 // all of these go through.
-func testNamespaceLifecycle(t *testing.T, s *policyServers) {
+func testPolicyNamespaceLifecycle(t *testing.T, s *policyServers) {
 	ctx := context.Background()
 	on := policyClient(t, s.on, "e2e-admin", "system:masters")
 	off := policyClient(t, s.off, "e2e-admin", "system:masters")
@@ -101,10 +101,10 @@ func testNamespaceLifecycle(t *testing.T, s *policyServers) {
 	})
 }
 
-// testAlwaysAdmit: the plugin runs (its admission metrics count the
+// testPolicyAlwaysAdmit: the plugin runs (its admission metrics count the
 // requests, never a rejection) and changes nothing: objects are stored as
 // sent, and what other plugins refuse stays refused.
-func testAlwaysAdmit(t *testing.T, s *policyServers) {
+func testPolicyAlwaysAdmit(t *testing.T, s *policyServers) {
 	ctx := context.Background()
 	on := policyClient(t, s.on, "e2e-admin", "system:masters")
 	off := policyClient(t, s.off, "e2e-admin", "system:masters")
@@ -148,11 +148,11 @@ func testAlwaysAdmit(t *testing.T, s *policyServers) {
 	}
 }
 
-// testAlwaysDeny starts a third member of the control plane with AlwaysDeny:
+// testPolicyAlwaysDeny starts a third member of the control plane with AlwaysDeny:
 // every write is refused, even a system:masters one; reads, which admission
 // does not see, are served. The same writes through the other servers go
 // through.
-func testAlwaysDeny(t *testing.T, s *policyServers) {
+func testPolicyAlwaysDeny(t *testing.T, s *policyServers) {
 	ctx := context.Background()
 	on := policyClient(t, s.on, "e2e-admin", "system:masters")
 	ns := policyNamespace(t, on, nil)

@@ -15,13 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// testEventRateLimit spends the buckets of testdata/policy/eventratelimit.yaml
+// testPolicyEventRateLimit spends the buckets of testdata/policy/eventratelimit.yaml
 // (qps 1; bursts SourceAndObject 3, User 10, Namespace 20, Server 60) in that
 // order. Every request asks each of the four buckets for a token, so a phase
 // ends with the smallest bucket still in play running dry: a 429 that names
 // that bucket's type and key, while a request with a different key, and
 // requests that are not event writes, are still served.
-func testEventRateLimit(t *testing.T, s *policyServers) {
+func testPolicyEventRateLimit(t *testing.T, s *policyServers) {
 	ctx := context.Background()
 	admin := policyClient(t, s.on, "e2e-admin", "system:masters")
 	users := map[string]kubernetes.Interface{}

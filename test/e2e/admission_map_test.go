@@ -16,12 +16,12 @@ const (
 	mapLabel  = "e2e.turnstile.dev/mutated"
 )
 
-// testMutatingAdmissionPolicy (upstream v1.36, GA and on by default; the
+// testPolicyMutatingAdmissionPolicy (upstream v1.36, GA and on by default; the
 // documentation does not mention it): a policy with an ApplyConfiguration and
 // a JSONPatch mutation, bound to namespaces by label, changes the
 // configmaps created there, and only there, and only on a server that runs
 // the plugin.
-func testMutatingAdmissionPolicy(t *testing.T, s *policyServers) {
+func testPolicyMutatingAdmissionPolicy(t *testing.T, s *policyServers) {
 	ctx := context.Background()
 	on := policyClient(t, s.on, "e2e-admin", "system:masters")
 	off := policyClient(t, s.off, "e2e-admin", "system:masters")

@@ -20,13 +20,13 @@ const (
 	psaExemptNS      = "e2e-psa-exempt"
 )
 
-// testPodSecurity checks the three modes set by namespace labels, the
+// testPolicyPodSecurity checks the three modes set by namespace labels, the
 // defaults of testdata/policy/admission-config.yaml for namespaces without
 // labels (enforce baseline, audit and warn restricted), and its exemptions
 // (a user, a RuntimeClass, a namespace); each through the response, the
 // Warning headers and the pod-security.kubernetes.io/* audit annotations.
 // On the server without PodSecurity every pod is admitted, unannotated.
-func testPodSecurity(t *testing.T, s *policyServers) {
+func testPolicyPodSecurity(t *testing.T, s *policyServers) {
 	ctx := context.Background()
 	type clients struct {
 		c        kubernetes.Interface

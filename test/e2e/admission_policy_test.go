@@ -55,13 +55,13 @@ const policyUsersGroup = "e2e-policy-users"
 // documented effect on the "on" server and its absence on the "off" server.
 func TestAdmissionPolicyPlugins(t *testing.T) {
 	s := startPolicyServers(t)
-	t.Run("EventRateLimit", func(t *testing.T) { testEventRateLimit(t, s) })
-	t.Run("ValidatingAdmissionPolicy", func(t *testing.T) { testValidatingAdmissionPolicy(t, s) })
-	t.Run("MutatingAdmissionPolicy", func(t *testing.T) { testMutatingAdmissionPolicy(t, s) })
-	t.Run("PodSecurity", func(t *testing.T) { testPodSecurity(t, s) })
-	t.Run("NamespaceLifecycle", func(t *testing.T) { testNamespaceLifecycle(t, s) })
-	t.Run("AlwaysAdmit", func(t *testing.T) { testAlwaysAdmit(t, s) })
-	t.Run("AlwaysDeny", func(t *testing.T) { testAlwaysDeny(t, s) })
+	t.Run("EventRateLimit", func(t *testing.T) { testPolicyEventRateLimit(t, s) })
+	t.Run("ValidatingAdmissionPolicy", func(t *testing.T) { testPolicyValidatingAdmissionPolicy(t, s) })
+	t.Run("MutatingAdmissionPolicy", func(t *testing.T) { testPolicyMutatingAdmissionPolicy(t, s) })
+	t.Run("PodSecurity", func(t *testing.T) { testPolicyPodSecurity(t, s) })
+	t.Run("NamespaceLifecycle", func(t *testing.T) { testPolicyNamespaceLifecycle(t, s) })
+	t.Run("AlwaysAdmit", func(t *testing.T) { testPolicyAlwaysAdmit(t, s) })
+	t.Run("AlwaysDeny", func(t *testing.T) { testPolicyAlwaysDeny(t, s) })
 }
 
 func startPolicyServers(t *testing.T) *policyServers {
@@ -137,6 +137,10 @@ func policyGrantUsers(t *testing.T, s *policyServers) {
 	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = admin.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
 	for _, srv := range []*framework.APIServer{s.on, s.off} {
 		user := policyClient(t, srv, "e2e-policy-probe", policyUsersGroup)
 		policyEventually(t, "RBAC for "+policyUsersGroup, func() (bool, error) {

@@ -34,7 +34,7 @@ type vapFailure struct {
 	ValidationActions []string `json:"validationActions"`
 }
 
-// testValidatingAdmissionPolicy binds one policy with ConfigMap params
+// testPolicyValidatingAdmissionPolicy binds one policy with ConfigMap params
 // (deployments may not have more replicas than the param's maxReplicas, nor
 // a forbidden label) four times, to namespaces chosen by label:
 //
@@ -43,7 +43,7 @@ type vapFailure struct {
 //	e2e-vap-warn             selector over the params namespace, Deny     Warn
 //	e2e-vap-audit            name "limits" in the object's namespace, Allow  Audit
 //	e2e-vap-missing-param    name "absent" (created later), Deny          Deny
-func testValidatingAdmissionPolicy(t *testing.T, s *policyServers) {
+func testPolicyValidatingAdmissionPolicy(t *testing.T, s *policyServers) {
 	ctx := context.Background()
 	on, warnings := policyWarnClient(t, s.on, "e2e-admin", "system:masters")
 	off, offWarnings := policyWarnClient(t, s.off, "e2e-admin", "system:masters")
