@@ -52,7 +52,8 @@ const policyUsersGroup = "e2e-policy-users"
 // TestAdmissionPolicyPlugins proves ValidatingAdmissionPolicy,
 // MutatingAdmissionPolicy, PodSecurity, EventRateLimit, NamespaceLifecycle,
 // AlwaysAdmit and AlwaysDeny in our binary: each subtest shows the plugin's
-// documented effect on the "on" server and its absence on the "off" server.
+// documented effect on the "on" server (AlwaysDeny's on a third) and its
+// absence on the "off" server.
 func TestAdmissionPolicyPlugins(t *testing.T) {
 	s := startPolicyServers(t)
 	t.Run("EventRateLimit", func(t *testing.T) { testPolicyEventRateLimit(t, s) })
