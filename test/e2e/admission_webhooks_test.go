@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path"
@@ -282,7 +283,7 @@ func imagePolicyPod(name string, images ...string) *corev1.Pod {
 	return pod
 }
 
-var imagePolicyDryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+var webhooksDryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 
 // imagePolicyExpectDenied checks that err is a 403 for pod name saying want.
 func imagePolicyExpectDenied(t *testing.T, err error, name, want string) {
@@ -337,7 +338,7 @@ func testImagePolicyWebhook(t *testing.T, env *webhooksEnv) {
 		if want := []string{initImage, main, sidecar}; !slices.Equal(images, want) {
 			t.Errorf("review containers %v, want the containers and init containers %v", images, want)
 		}
-		if want := map[string]string{"mycluster.image-policy.k8s.io/ticket-1234": "break-glass"}; !mapsEqual(c.review.Spec.Annotations, want) {
+		if want := map[string]string{"mycluster.image-policy.k8s.io/ticket-1234": "break-glass"}; !maps.Equal(c.review.Spec.Annotations, want) {
 			t.Errorf("review annotations %v, want only the *.image-policy.k8s.io/* one %v", c.review.Spec.Annotations, want)
 		}
 		if c.review.Spec.Namespace != ns {
@@ -346,10 +347,7 @@ func testImagePolicyWebhook(t *testing.T, env *webhooksEnv) {
 	})
 
 	t.Run("deny", func(t *testing.T) {
-		cases := []struct {
-			name, image, want string
-			pod               *corev1.Pod
-		}{
+		cases := []struct{ name, image, want string }{
 			{name: "deny-reason", image: "e2e.invalid/deny-reason:1",
 				want: denied + "image e2e.invalid/deny-reason:1 is not on the e2e allow list"},
 			{name: "deny-silent", image: "e2e.invalid/deny-silent-plain:1",
@@ -470,7 +468,7 @@ func testImagePolicyCache(t *testing.T, env *webhooksEnv) {
 	try := func(image string, annotations map[string]string) error {
 		pod := imagePolicyPod("ttl", image)
 		pod.Annotations = annotations
-		_, err := env.strict.CoreV1().Pods(env.ns).Create(ctx, pod, imagePolicyDryRun)
+		_, err := env.strict.CoreV1().Pods(env.ns).Create(ctx, pod, webhooksDryRun)
 		return err
 	}
 	// plain is the backend's reviews of image without annotations.
@@ -576,18 +574,6 @@ func imagePolicyExpectAudit(t *testing.T, env *webhooksEnv, name string, want ma
 			t.Errorf("audit event of pod %s: annotations %v, want %s=%s", name, event.Annotations, k, v)
 		}
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // webhooksRecorder serves the admission webhooks by path and records every
@@ -814,11 +800,11 @@ func webhooksRegister(t *testing.T, env *webhooksEnv) {
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			probes++
 			cms := c.CoreV1().ConfigMaps(env.ns)
-			cm, err := cms.Create(ctx, webhooksConfigMap(fmt.Sprintf("probe-mutate-%d", probes), "mutate", nil), imagePolicyDryRun)
+			cm, err := cms.Create(ctx, webhooksConfigMap(fmt.Sprintf("probe-mutate-%d", probes), "mutate", nil), webhooksDryRun)
 			if err != nil || cm.Annotations[webhooksTraceKey] != "first,second,first" {
 				return false, nil
 			}
-			_, err = cms.Create(ctx, webhooksConfigMap(fmt.Sprintf("probe-validate-%d", probes), "validate", map[string]string{"deny": "left"}), imagePolicyDryRun)
+			_, err = cms.Create(ctx, webhooksConfigMap(fmt.Sprintf("probe-validate-%d", probes), "validate", map[string]string{"deny": "left"}), webhooksDryRun)
 			return err != nil && strings.Contains(err.Error(), "left webhook refuses"), nil
 		})
 		if err != nil {
