@@ -102,15 +102,21 @@ func simpleQuota(t *testing.T, c kubernetes.Interface, ns, name string, hard cor
 func testSimpleResourceQuota(t *testing.T, s simpleServers) {
 	ctx := context.Background()
 	ns := simpleNamespace(t, s.on, "", nil)
-	simpleQuota(t, s.on, ns, "e2e-quota", corev1.ResourceList{corev1.ResourceConfigMaps: resource.MustParse("2")})
-	// The plugin reads quotas from an informer: until it sees the status,
-	// it refuses with "status unknown".
-	simpleEventually(t, "on: the first ConfigMap within the quota", func() (bool, string) {
-		_, err := s.on.CoreV1().ConfigMaps(ns).Create(ctx, simpleConfigMap("cm-1"), metav1.CreateOptions{})
-		return err == nil, simpleErrString(err)
+	simpleQuota(t, s.on, ns, "e2e-quota", corev1.ResourceList{
+		corev1.ResourceConfigMaps: resource.MustParse("2"),
+		corev1.ResourceSecrets:    resource.MustParse("0"),
 	})
-	if _, err := s.on.CoreV1().ConfigMaps(ns).Create(ctx, simpleConfigMap("cm-2"), metav1.CreateOptions{}); err != nil {
-		t.Errorf("on: the second ConfigMap within the quota: %v", err)
+	// The plugin reads quotas from an informer and admits freely until the
+	// quota reaches it; a Secret, over the quota from the start, shows when
+	// it has.
+	simpleEventually(t, "on: a Secret over the quota is refused", func() (bool, string) {
+		_, err := s.on.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, simpleDryRun)
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota: e2e-quota"), simpleErrString(err)
+	})
+	for _, name := range []string{"cm-1", "cm-2"} {
+		if _, err := s.on.CoreV1().ConfigMaps(ns).Create(ctx, simpleConfigMap(name), metav1.CreateOptions{}); err != nil {
+			t.Errorf("on: %s within the quota: %v", name, err)
+		}
 	}
 	_, err := s.on.CoreV1().ConfigMaps(ns).Create(ctx, simpleConfigMap("cm-3"), metav1.CreateOptions{})
 	simpleForbidden(t, "on: a ConfigMap over the quota", err,
@@ -122,7 +128,7 @@ func testSimpleResourceQuota(t *testing.T, s simpleServers) {
 	if used := q.Status.Used[corev1.ResourceConfigMaps]; used.Value() != 2 {
 		t.Errorf("on: quota used configmaps = %s, want 2 charged by admission", used.String())
 	}
-	if _, err := s.off.CoreV1().ConfigMaps(ns).Create(ctx, simpleConfigMap("cm-3"), metav1.CreateOptions{}); err != nil {
+	if _, err := s.off.CoreV1().ConfigMaps(ns).Create(ctx, simpleConfigMap("off-cm-3"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("off: a ConfigMap over the quota: %v, want admitted", err)
 	}
 
@@ -134,7 +140,7 @@ func testSimpleResourceQuota(t *testing.T, s simpleServers) {
 	if _, err := s.on.CoreV1().PersistentVolumeClaims(limited).Create(ctx, simpleClaim("other-class", ptr.To("e2e-unlimited")), metav1.CreateOptions{}); err != nil {
 		t.Errorf("on: a claim of a class that is not limited: %v, want admitted", err)
 	}
-	if _, err := s.off.CoreV1().PersistentVolumeClaims(limited).Create(ctx, simpleClaim("no-quota", ptr.To("e2e-limited")), metav1.CreateOptions{}); err != nil {
+	if _, err := s.off.CoreV1().PersistentVolumeClaims(limited).Create(ctx, simpleClaim("off-no-quota", ptr.To("e2e-limited")), metav1.CreateOptions{}); err != nil {
 		t.Errorf("off: a limited claim without a covering quota: %v, want admitted", err)
 	}
 	simpleQuota(t, s.on, limited, "e2e-limited", corev1.ResourceList{"e2e-limited.storageclass.storage.k8s.io/requests.storage": resource.MustParse("10Gi")})

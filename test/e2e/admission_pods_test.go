@@ -85,6 +85,20 @@ func testSimpleAlwaysPullImages(t *testing.T, s simpleServers) {
 	if _, err := s.off.CoreV1().Pods(ns).Patch(ctx, "as-asked", types.StrategicMergePatchType, newImage, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("off: update to a new image: %v, want admitted", err)
 	}
+	// An update of the pod created with the plugin that brings a new image
+	// and asks for another policy keeps Always; without the plugin the
+	// policy change is refused, as pods cannot change it.
+	newImagePolicy := []byte(`{"spec":{"containers":[{"name":"app","image":"registry.k8s.io/pause:3.9","imagePullPolicy":"IfNotPresent"}]}}`)
+	got, err = s.on.CoreV1().Pods(ns).Patch(ctx, "forced", types.StrategicMergePatchType, newImagePolicy, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Errorf("on: update to a new image and IfNotPresent: %v, want admitted", err)
+	} else if p := policies(got); !slices.Equal(p, always) {
+		t.Errorf("on: update to a new image and IfNotPresent: pull policies %v, want %v", p, always)
+	}
+	_, err = s.off.CoreV1().Pods(ns).Patch(ctx, "forced", types.StrategicMergePatchType, newImagePolicy, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("off: update to a new image and IfNotPresent: got %v, want 422", err)
+	}
 
 	// pods/ephemeralcontainers is a subresource, which upstream leaves alone.
 	debug := []byte(`{"spec":{"ephemeralContainers":[{"name":"debugger","image":"busybox:1.36","imagePullPolicy":"IfNotPresent"}]}}`)
@@ -170,7 +184,7 @@ func testSimpleLimitPodHardAntiAffinityTopology(t *testing.T, s simpleServers) {
 	if _, err := s.on.CoreV1().Pods(ns).Create(ctx, pod("preferred-zone", corev1.LabelTopologyZone, false), metav1.CreateOptions{}); err != nil {
 		t.Errorf("on: preferred anti-affinity per zone: %v, want admitted", err)
 	}
-	if _, err := s.off.CoreV1().Pods(ns).Create(ctx, pod("zone", corev1.LabelTopologyZone, true), metav1.CreateOptions{}); err != nil {
+	if _, err := s.off.CoreV1().Pods(ns).Create(ctx, pod("off-zone", corev1.LabelTopologyZone, true), metav1.CreateOptions{}); err != nil {
 		t.Errorf("off: required anti-affinity per zone: %v, want admitted", err)
 	}
 }
@@ -220,6 +234,7 @@ func testSimpleLimitRanger(t *testing.T, s simpleServers) {
 	if r := got.Spec.Containers[0].Resources; len(r.Requests)+len(r.Limits) > 0 {
 		t.Errorf("off: resources %v, want none", r)
 	}
+	big.Name = "off-too-big"
 	if _, err := s.off.CoreV1().Pods(ns).Create(ctx, big, metav1.CreateOptions{}); err != nil {
 		t.Errorf("off: container over the max: %v, want admitted", err)
 	}
@@ -298,15 +313,15 @@ func testSimplePodNodeSelector(t *testing.T, s simpleServers) {
 
 	got, err = create(s.off, plain, "off-cluster-default", nil)
 	expect("off, unannotated namespace", got, err, nil)
-	got, err = create(s.off, gpu, "conflict", map[string]string{pool: "general"})
+	got, err = create(s.off, gpu, "off-conflict", map[string]string{pool: "general"})
 	expect("off, pod contradicting the namespace annotation", got, err, map[string]string{pool: "general"})
-	got, err = create(s.off, restricted, "hdd", map[string]string{disk: "hdd"})
+	got, err = create(s.off, restricted, "off-hdd", map[string]string{disk: "hdd"})
 	expect("off, selector outside the whitelist", got, err, map[string]string{disk: "hdd"})
 }
 
 const (
-	simpleDefaultTolerationsKey  = "scheduler.alpha.kubernetes.io/defaultTolerations"
-	simpleTolerationsWhitelistKy = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
+	simpleDefaultTolerationsKey   = "scheduler.alpha.kubernetes.io/defaultTolerations"
+	simpleTolerationsWhitelistKey = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
 )
 
 // PodTolerationRestriction, configured in testdata/simple/admission-config.yaml:
@@ -369,7 +384,7 @@ func testSimplePodTolerationRestriction(t *testing.T, s simpleServers) {
 
 	annotated := simpleNamespace(t, s.on, "", map[string]string{
 		simpleDefaultTolerationsKey: simpleJSON(t, []corev1.Toleration{tol(nsDefault)}),
-		simpleTolerationsWhitelistKy: simpleJSON(t, []corev1.Toleration{
+		simpleTolerationsWhitelistKey: simpleJSON(t, []corev1.Toleration{
 			{Key: nsDefault, Operator: corev1.TolerationOpExists},
 			{Key: nsAllowed, Operator: corev1.TolerationOpExists},
 			{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
@@ -397,7 +412,7 @@ func testSimplePodTolerationRestriction(t *testing.T, s simpleServers) {
 
 	got, err = create(s.off, plain, "off-defaulted")
 	expect("off, no cluster default", got, err, nil, clusterDefault)
-	got, err = create(s.off, annotated, "forbidden", forbidden)
+	got, err = create(s.off, annotated, "off-forbidden", forbidden)
 	expect("off, toleration outside the whitelist", got, err, []string{forbidden}, nsDefault)
 	if err := update(s.off, forbidden); err != nil {
 		t.Errorf("off, update adding a toleration outside the whitelist: %v", err)
@@ -453,7 +468,7 @@ func testSimplePriority(t *testing.T, s simpleServers) {
 	_, err = s.on.CoreV1().Pods(ns).Create(ctx, own, metav1.CreateOptions{})
 	simpleForbidden(t, "on: pod that sets its own priority", err, "the integer value of priority (7) must not be provided in pod spec")
 
-	got, err = s.off.CoreV1().Pods(ns).Create(ctx, pod("missing", "e2e-no-such-class"), metav1.CreateOptions{})
+	got, err = s.off.CoreV1().Pods(ns).Create(ctx, pod("off-missing", "e2e-no-such-class"), metav1.CreateOptions{})
 	if err != nil {
 		t.Errorf("off: unknown class: %v, want admitted", err)
 	} else if got.Spec.Priority != nil {
@@ -469,7 +484,7 @@ func testSimplePriority(t *testing.T, s simpleServers) {
 		}
 		return got.Spec.PriorityClassName == def.Name && ptr.Deref(got.Spec.Priority, -1) == 50, simpleJSON(t, got.Spec)
 	})
-	if got, err := s.off.CoreV1().Pods(ns).Create(ctx, pod("defaulted", ""), metav1.CreateOptions{}); err != nil {
+	if got, err := s.off.CoreV1().Pods(ns).Create(ctx, pod("off-defaulted", ""), metav1.CreateOptions{}); err != nil {
 		t.Errorf("off: pod without a class: %v", err)
 	} else if got.Spec.PriorityClassName != "" || got.Spec.Priority != nil {
 		t.Errorf("off: pod without a class got %q/%v, want neither", got.Spec.PriorityClassName, got.Spec.Priority)
@@ -552,7 +567,7 @@ func testSimpleRuntimeClass(t *testing.T, s simpleServers) {
 	if len(got.Spec.Overhead) > 0 || got.Spec.NodeSelector[runtimeKey] != "" || simpleHasToleration(got.Spec.Tolerations, runtimeKey) {
 		t.Errorf("off: overhead %v, nodeSelector %v, tolerations %+v, want none from the class", got.Spec.Overhead, got.Spec.NodeSelector, got.Spec.Tolerations)
 	}
-	for _, p := range []*corev1.Pod{pod("missing", "e2e-no-such-class", nil), pod("own-overhead", "", small)} {
+	for _, p := range []*corev1.Pod{pod("off-missing", "e2e-no-such-class", nil), pod("off-own-overhead", "", small)} {
 		if _, err := s.off.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Errorf("off: %s: %v, want admitted", p.Name, err)
 		}
@@ -651,6 +666,7 @@ func testSimpleServiceAccount(t *testing.T, s simpleServers) {
 		t.Errorf("off: serviceAccountName %q, volumes %+v, want neither", got.Spec.ServiceAccountName, got.Spec.Volumes)
 	}
 	for _, p := range []*corev1.Pod{pod("ghost", "ghost"), secretPod("other")} {
+		p.Name = "off-" + p.Name
 		if _, err := s.off.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Errorf("off: %s: %v, want admitted", p.Name, err)
 		}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -39,12 +40,11 @@ var simpleOffPlugins = []string{
 // the alpha GenericWorkload gate, whose PodGroups are in
 // scheduling.k8s.io/v1alpha2.
 var simpleCommonArgs = []string{
-	"--etcd-prefix=/simple",
 	"--feature-gates=GenericWorkload=true",
 	"--runtime-config=scheduling.k8s.io/v1alpha2=true",
 }
 
-// simpleServers are two kube-apiservers on one etcd prefix, /simple, so an
+// simpleServers are two kube-apiservers on one etcd prefix of their own, so an
 // object written through one is seen by the other, as in an HA control plane
 // whose members run different plugins:
 //   - on: upstream's default plugins plus simpleOnPlugins, with
@@ -106,6 +106,9 @@ func startSimpleServers(t *testing.T) simpleServers {
 		},
 		"simple-off": {"--disable-admission-plugins=" + strings.Join(simpleOffPlugins, ",")},
 	}
+	// A fresh prefix for each start, so -count=N does not meet the
+	// namespaces (Terminating forever) of the previous run.
+	prefix := "/simple-" + utilrand.String(5)
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup
@@ -118,7 +121,7 @@ func startSimpleServers(t *testing.T) simpleServers {
 			defer wg.Done()
 			s, err := framework.StartAPIServer(framework.APIServerConfig{
 				Dir: filepath.Join(root, name), Etcd: etcd, PKI: pki,
-				Args: append(slices.Clone(simpleCommonArgs), extra...),
+				Args: append(append(slices.Clone(simpleCommonArgs), "--etcd-prefix="+prefix), extra...),
 			})
 			var c kubernetes.Interface
 			if err == nil {
@@ -149,7 +152,7 @@ const simpleImage = "registry.k8s.io/pause:3.10"
 // simpleNamespace creates a namespace (name "" generates one) with
 // annotations and the "default" ServiceAccount, and deletes it afterwards.
 // Without kube-controller-manager a deleted namespace stays Terminating,
-// with whatever it holds; each run has its own etcd.
+// with whatever it holds, under this run's etcd prefix.
 func simpleNamespace(t *testing.T, c kubernetes.Interface, name string, annotations map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
