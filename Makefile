@@ -27,8 +27,9 @@ IMAGE_REPOSITORY ?= turnstile-k8s
 
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
 ADMISSION_PLUGINS ?=
+comma := ,
 
-.PHONY: help build tools image bench run clean-local test test-unit test-e2e verify clean FORCE
+.PHONY: help build tools image bench run clean-local test test-unit test-e2e test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -72,7 +73,10 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 45m -v -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/...
 
-verify: ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, go mod tidy.
+test-mutation: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## Each plugin's e2e tests, run with that plugin off: all must fail (slow; PLUGINS=A,B for some).
+	hack/e2e-mutation.sh $(subst $(comma), ,$(PLUGINS))
+
+verify: ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, a coverage-table row with e2e tests for every registered plugin.
 	hack/verify.sh
 
 clean: ## Remove _output.
