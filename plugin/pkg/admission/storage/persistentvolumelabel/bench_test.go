@@ -12,20 +12,28 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 )
 
-// rulesConfig has n GCE rules; only the last matches disk "disk-<n-1>-x",
-// so a lookup tries every rule.
-func rulesConfig(n int) string {
+// rulesConfig has n GCE rules, the i-th matching IDs that idRegex (with %d
+// for i) matches, each taking its zone from the "zone" group.
+func rulesConfig(n int, idRegex string) string {
 	var b strings.Builder
 	b.WriteString("derive: {gceRegionFromZone: true}\nrules:\n")
 	for i := range n {
-		fmt.Fprintf(&b, "- name: r%d\n  match: {volumeType: gcePersistentDisk, idRegex: '^disk-%d-(?P<zone>[a-z0-9-]+)$'}\n  zones: ['${zone}']\n", i, i)
+		fmt.Fprintf(&b, "- name: r%d\n  match: {volumeType: gcePersistentDisk, idRegex: '"+idRegex+"'}\n  zones: ['${zone}']\n", i, i)
 	}
 	return b.String()
 }
 
-func benchmarkAdmit(b *testing.B, rules int) {
-	p := New(load(b, rulesConfig(rules)))
-	base := gcePV("pv", fmt.Sprintf("disk-%d-us-central1-a", rules-1))
+// Rules whose expressions each hold a literal of their own ("-7-"): most
+// are skipped without running the expression.
+const distinctRules = "^disk-%d-(?P<zone>[a-z0-9-]+)$"
+
+// Rules whose longest literal ("disk-") every ID has: every expression runs.
+const alikeRules = "^disk-(?P<zone>[a-z0-9-]+)-%d$"
+
+// benchmarkAdmit labels a volume that only the last of n rules matches.
+func benchmarkAdmit(b *testing.B, n int, idRegex, id string) {
+	p := New(load(b, rulesConfig(n, idRegex)))
+	base := gcePV("pv", id)
 	ctx := context.Background()
 	pv := &api.PersistentVolume{}
 	a := attributes(pv, base.Name, "persistentvolumes", admission.Create)
@@ -42,12 +50,19 @@ func benchmarkAdmit(b *testing.B, rules int) {
 }
 
 // The budget: at most 5 µs per PersistentVolume with 100 rules.
-func BenchmarkAdmit1Rule(b *testing.B)    { benchmarkAdmit(b, 1) }
-func BenchmarkAdmit100Rules(b *testing.B) { benchmarkAdmit(b, 100) }
+func BenchmarkAdmit1Rule(b *testing.B) {
+	benchmarkAdmit(b, 1, distinctRules, "disk-0-us-central1-a")
+}
+func BenchmarkAdmit100Rules(b *testing.B) {
+	benchmarkAdmit(b, 100, distinctRules, "disk-99-us-central1-a")
+}
+func BenchmarkAdmit100RulesAlike(b *testing.B) {
+	benchmarkAdmit(b, 100, alikeRules, "disk-us-central1-a-99")
+}
 
 // A volume without an ID costs nothing.
 func BenchmarkAdmitHostPath(b *testing.B) {
-	p := New(load(b, rulesConfig(100)))
+	p := New(load(b, rulesConfig(100, distinctRules)))
 	pv := hostPathPV("pv")
 	a := attributes(pv, pv.Name, "persistentvolumes", admission.Create)
 	b.ReportAllocs()
@@ -66,7 +81,7 @@ func FuzzLoad(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(example)
-	f.Add([]byte(header + rulesConfig(3)))
+	f.Add([]byte(header + rulesConfig(3, distinctRules)))
 	f.Add([]byte(header + "rules:\n- match: {volumeType: csi, csiDriver: d.example.com, idRegex: '(?P<a>x)(y)'}\n  zones: ['$1', '${a}', '$$']\n  extraLabels: {k: '${2}'}\n"))
 	f.Add([]byte(header + "derive:\n  awsZoneFromVolumeID: true\n  csiTopologyKeys: {topology.gke.io/zone: zone, r: region}\nwebhook: {kubeConfigFile: x, timeout: 1s}\n"))
 	f.Add([]byte(header + "labelStyle: Beta\nonNoMatch: Deny\nvolumeTypes: [cinder]\n"))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,12 +181,40 @@ func compileRule(p *field.Path, index int, in *v1alpha1.Rule, l *configuredLabel
 		desc += " (" + in.Name + ")"
 	}
 	return &rule{
-		name: in.Name, index: index,
+		name: in.Name, index: index, literals: requiredLiterals(in.Match.IDRegex),
 		typ: in.Match.VolumeType, driver: in.Match.CSIDriver,
 		re: re, zones: in.Zones, region: in.Region, extra: in.ExtraLabels,
 		expand: hasTemplate(append(append([]string{in.Region}, in.Zones...), mapValues(in.ExtraLabels)...)...),
 		desc:   desc,
 	}, nil
+}
+
+// requiredLiterals returns case-sensitive literals that every match of
+// expr contains, longest first: the literals that are elements of the
+// expression's top-level sequence, looking through capture groups and
+// one-or-more repeats. It may miss some; it never adds one.
+func requiredLiterals(expr string) []string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	var literals []string
+	var walk func(*syntax.Regexp)
+	walk = func(r *syntax.Regexp) {
+		switch {
+		case r.Op == syntax.OpLiteral && r.Flags&syntax.FoldCase == 0:
+			literals = append(literals, string(r.Rune))
+		case r.Op == syntax.OpConcat:
+			for _, sub := range r.Sub {
+				walk(sub)
+			}
+		case r.Op == syntax.OpCapture, r.Op == syntax.OpPlus, r.Op == syntax.OpRepeat && r.Min > 0:
+			walk(r.Sub[0])
+		}
+	}
+	walk(re.Simplify())
+	slices.SortStableFunc(literals, func(a, b string) int { return len(b) - len(a) })
+	return literals
 }
 
 // valueErrors checks a label value, or, when it uses capture groups, that

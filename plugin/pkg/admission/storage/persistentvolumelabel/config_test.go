@@ -4,6 +4,8 @@ import (
 	"context"
 	"maps"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,6 +137,8 @@ rules:
   zones: ['$1']
 - match: {volumeType: cinder, idRegex: '^bad-(.*)$'}
   zones: ['$1']
+- match: {volumeType: cinder, idRegex: 'zone-(?P<z>[a-z])'}
+  zones: ['zone-${z}']
 `
 	const derive = `
 derive:
@@ -162,6 +166,8 @@ derive:
 		{"type not looked up", "volumeTypes: [gcePersistentDisk]\nonNoMatch: Deny\n", csiPV("pd.csi.storage.gke.io", "zones/a/"), nil, ""},
 		{"expanded value checked per request", rules, &api.PersistentVolume{Spec: api.PersistentVolumeSpec{PersistentVolumeSource: api.PersistentVolumeSource{
 			Cinder: &api.CinderPersistentVolumeSource{VolumeID: "bad-a b"}}}}, nil, `rules[5] gave topology.kubernetes.io/zone="a b": a valid label must be`},
+		{"unanchored rule matches inside the ID", rules, &api.PersistentVolume{Spec: api.PersistentVolumeSpec{PersistentVolumeSource: api.PersistentVolumeSource{
+			Cinder: &api.CinderPersistentVolumeSource{VolumeID: "vol-zone-q-1"}}}}, map[string]string{gaZone: "zone-q"}, ""},
 		{"aws zone from the volume ID", derive, awsPV("pv", "aws://us-east-1a/vol-1"), map[string]string{gaZone: "us-east-1a", gaRegion: "us-east-1"}, ""},
 		{"aws volume ID without a zone", derive, awsPV("pv", "vol-1"), nil, ""},
 		{"aws derivation off", "derive: {gceRegionFromZone: true}\n", awsPV("pv", "aws://us-east-1a/vol-1"), nil, ""},
@@ -193,5 +199,35 @@ derive:
 				t.Errorf("labels = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRequiredLiterals(t *testing.T) {
+	cases := map[string][]string{
+		"^prod-(us-central1-[a-f])-":      {"us-central1-", "prod-", "-"},
+		"^[a-z]+-5-(?P<zone>[a-z0-9-]+)$": {"-5-"},
+		"^disk-(?P<zone>[a-z-]+)-7$":      {"disk-", "-7"},
+		"(?i)disk":                        nil,
+		"a|b":                             nil,
+		"x*abc?":                          {"ab"},
+		"(?:abcd)+":                       {"abcd"},
+		"(ab){2}":                         {"ab", "ab"},
+		"(ab){0,2}":                       nil,
+		"(":                               nil,
+	}
+	samples := []string{"prod-us-central1-a-x", "disk-5-z", "disk-a-7", "DISK", "xxabab", "abcdabcd", "ab", "b"}
+	for expr, want := range cases {
+		got := requiredLiterals(expr)
+		if !slices.Equal(got, want) {
+			t.Errorf("requiredLiterals(%q) = %q, want %q", expr, got, want)
+		}
+		// Soundness on samples: whatever matches contains every literal.
+		if re, err := regexp.Compile(expr); err == nil {
+			for _, s := range samples {
+				if re.MatchString(s) && !containsAll(s, got) {
+					t.Errorf("%q matches %q, which lacks one of %q", expr, s, got)
+				}
+			}
+		}
 	}
 }

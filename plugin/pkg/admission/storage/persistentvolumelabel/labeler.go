@@ -43,9 +43,12 @@ type rule struct {
 	typ    v1alpha1.VolumeType
 	driver string
 	re     *regexp.Regexp
-	zones  []string
-	region string
-	extra  map[string]string
+	// literals are in every match of re, so an ID that lacks one is
+	// skipped without running re: with many rules, most are.
+	literals []string
+	zones    []string
+	region   string
+	extra    map[string]string
 	// expand is set when a value uses capture groups.
 	expand bool
 	// desc names the rule in errors: "rules[3] (prod-central)".
@@ -88,6 +91,9 @@ func (l *configuredLabeler) labels(ctx context.Context, v volume) (map[string]st
 // lookup asks the sources in order: rules, derivations, webhook.
 func (l *configuredLabeler) lookup(ctx context.Context, v volume) (topology, bool, error) {
 	for _, r := range l.rules[ruleKey{v.typ, v.driver}] {
+		if !containsAll(v.id, r.literals) {
+			continue
+		}
 		if !r.expand {
 			if r.re.MatchString(v.id) {
 				return topology{zones: r.zones, region: r.region, extra: r.extra, from: r.desc, checked: true}, true, nil
@@ -118,6 +124,15 @@ func (l *configuredLabeler) lookup(ctx context.Context, v volume) (topology, boo
 		return l.webhook.lookup(ctx, v)
 	}
 	return topology{}, false, nil
+}
+
+func containsAll(s string, literals []string) bool {
+	for _, l := range literals {
+		if !strings.Contains(s, l) {
+			return false
+		}
+	}
+	return true
 }
 
 // derived reads the zone and region from the volume itself.
