@@ -2,7 +2,8 @@
 // creates its options and their flags in one step, leaving no point at which
 // to add admission plugins, so we build the command here from upstream's
 // parts: its options, its flag sets and its Run. The only flags of our own
-// are the embedded etcd ones.
+// are the embedded etcd ones. Before Run, the admission configuration file is
+// checked strictly (pkg/admission/configfile).
 package app
 
 import (
@@ -28,6 +29,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 
 	"github.com/turnstile-k8s/turnstile/pkg/admission"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/configfile"
 	"github.com/turnstile-k8s/turnstile/pkg/embeddedetcd"
 )
 
@@ -84,6 +86,11 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 			}
 			if errs := completed.Validate(); len(errs) != 0 {
 				return utilerrors.NewAggregate(errs)
+			}
+			// Upstream reads this file leniently and late; check it strictly
+			// now, so a mistake stops the server with the file's name.
+			if err := configfile.Check(completed.Admission); err != nil {
+				return err
 			}
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()

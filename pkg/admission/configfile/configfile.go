@@ -1,0 +1,299 @@
+// Package configfile checks the file given to --admission-control-config-file
+// before the apiserver starts, strictly, so that a mistake in it stops the
+// apiserver with an error that names the file, the plugin and the field.
+//
+// Upstream's loader (k8s.io/apiserver/pkg/admission.ReadAdmissionConfiguration)
+// and most upstream plugins read their configuration leniently: unknown and
+// duplicate fields are dropped, PodNodeSelector skips a document it cannot
+// parse, a path that does not exist is found only when the plugin starts, and
+// errors rarely say which file they are about. This package reads the file the
+// way upstream does (the same two AdmissionConfiguration versions, the same
+// relative path rule, the same legacy unversioned format) and decodes each
+// plugin's configuration with that plugin's own types and validation, but
+// strictly. It does not replace upstream's loader: when the check passes,
+// upstream reads the file again and the plugins get exactly what they always
+// got.
+package configfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/apis/apiserver"
+	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
+	apiserverv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
+	"k8s.io/klog/v2"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+	"sigs.k8s.io/yaml"
+)
+
+// Flag is the flag whose file this package checks; every error starts with it.
+const Flag = "admission-control-config-file"
+
+// configScheme decodes AdmissionConfiguration as upstream's loader does:
+// apiserver.config.k8s.io/v1 and the deprecated apiserver.k8s.io/v1alpha1.
+var (
+	configScheme = runtime.NewScheme()
+	configCodecs = serializer.NewCodecFactory(configScheme, serializer.EnableStrict)
+)
+
+func init() {
+	utilruntime.Must(apiserver.AddToScheme(configScheme))
+	utilruntime.Must(apiserverv1alpha1.AddToScheme(configScheme))
+	utilruntime.Must(apiserverv1.AddToScheme(configScheme))
+}
+
+// Plugins is what the check needs to know of the admission registry and flags.
+type Plugins struct {
+	// Registered is every plugin name the binary knows.
+	Registered []string
+	// Enabled is every plugin that will run.
+	Enabled []string
+}
+
+// Check validates the admission options' configuration file, if one is set.
+// Call it after the options are validated and before the server is built.
+func Check(o *kubeoptions.AdmissionOptions) error {
+	if o == nil || o.GenericAdmission == nil || o.GenericAdmission.ConfigFile == "" {
+		return nil
+	}
+	g := o.GenericAdmission
+	return Validate(g.ConfigFile, Plugins{Registered: g.Plugins.Registered(), Enabled: EnabledPlugins(o)})
+}
+
+// EnabledPlugins returns the plugins the options enable, in upstream's way:
+// the deprecated --admission-control names every plugin that runs; otherwise
+// the recommended order minus the default-off and disabled plugins, plus the
+// enabled ones.
+func EnabledPlugins(o *kubeoptions.AdmissionOptions) []string {
+	g := o.GenericAdmission
+	enable, disable := g.EnablePlugins, g.DisablePlugins
+	if o.PluginNames != nil {
+		enable = o.PluginNames
+		disable = sets.List(sets.New(g.RecommendedPluginOrder...).Delete(o.PluginNames...))
+	}
+	off := sets.New(disable...).Union(g.DefaultOffPlugins).Delete(enable...)
+	var enabled []string
+	for _, name := range g.RecommendedPluginOrder {
+		if !off.Has(name) {
+			enabled = append(enabled, name)
+		}
+	}
+	return enabled
+}
+
+// Validate checks the admission configuration file at file. It returns nil
+// when upstream's loader and every configured plugin will accept the file as
+// written; otherwise an error for each problem, each naming the file, and the
+// plugin and field where there is one.
+func Validate(file string, plugins Plugins) error {
+	errs := validate(file, plugins)
+	for i, err := range errs {
+		errs[i] = fmt.Errorf("%s %s: %w", Flag, file, err)
+	}
+	return errors.Join(errs...)
+}
+
+// wantAdmission is what the file may be.
+var wantAdmission = fmt.Sprintf("want apiVersion %s (or the deprecated %s), kind AdmissionConfiguration, or a legacy unversioned file of %s",
+	apiserverv1.SchemeGroupVersion, apiserverv1alpha1.SchemeGroupVersion, strings.Join(legacySections, " and "))
+
+func validate(file string, plugins Plugins) []error {
+	data, err := readFile(file)
+	if err != nil {
+		return []error{err}
+	}
+	if isEmpty(data) {
+		return []error{fmt.Errorf("the file is empty; %s", wantAdmission)}
+	}
+	if dups, root := duplicates(data); len(dups) != 0 {
+		errs := make([]error, 0, len(dups))
+		for _, d := range dups {
+			if i, name, ok := entryOf(root, d.path); ok {
+				errs = append(errs, fmt.Errorf("plugin %s (plugins[%d]): %w", name, i, d))
+			} else if plugin, ok := legacyPlugins[strings.SplitN(d.path, ".", 2)[0]]; ok && child(root, "kind") == nil {
+				errs = append(errs, fmt.Errorf("plugin %s (legacy unversioned file): %w", plugin, d))
+			} else {
+				errs = append(errs, d)
+			}
+		}
+		return errs
+	}
+	obj, err := runtime.Decode(configCodecs.UniversalDecoder(), data)
+	if err != nil {
+		missing := runtime.IsMissingVersion(err) || runtime.IsMissingKind(err)
+		// Upstream's rule: a file without a known kind that has one of the
+		// two legacy keys is the legacy format, given whole to the plugins
+		// that read it.
+		if missing || runtime.IsNotRegisteredError(err) {
+			if keys, ok := legacyKeys(data); ok {
+				return validateLegacy(file, keys, plugins)
+			}
+		}
+		switch {
+		case missing:
+			return []error{fmt.Errorf("apiVersion and kind are required; %s", wantAdmission)}
+		case runtime.IsNotRegisteredError(err):
+			return []error{fmt.Errorf("%s is not an admission configuration; %s", typeMeta(data), wantAdmission)}
+		default:
+			return []error{fmt.Errorf("%w (%s)", err, wantAdmission)}
+		}
+	}
+	config, ok := obj.(*apiserver.AdmissionConfiguration)
+	if !ok {
+		return []error{fmt.Errorf("%s is not an admission configuration; %s", typeMeta(data), wantAdmission)}
+	}
+	return validateEntries(file, config, plugins)
+}
+
+// validateEntries checks each plugin entry of an AdmissionConfiguration.
+func validateEntries(file string, config *apiserver.AdmissionConfiguration, plugins Plugins) []error {
+	var errs []error
+	registered := sets.New(plugins.Registered...)
+	enabled := sets.New(plugins.Enabled...)
+	first := map[string]int{}
+	for i, entry := range config.Plugins {
+		field := fmt.Sprintf("plugins[%d]", i)
+		switch {
+		case entry.Name == "":
+			errs = append(errs, fmt.Errorf("%s.name: Required value: name the admission plugin this entry configures", field))
+			continue
+		case !registered.Has(entry.Name):
+			errs = append(errs, fmt.Errorf("%s.name: plugin %q is not a registered admission plugin%s", field, entry.Name, suggest(entry.Name, plugins.Registered)))
+			continue
+		}
+		if j, seen := first[entry.Name]; seen {
+			errs = append(errs, fmt.Errorf("plugin %s (%s): configured again; plugins[%d] configures it already and upstream reads only the first entry", entry.Name, field, j))
+			continue
+		}
+		first[entry.Name] = i
+
+		hasInline := entry.Configuration != nil && len(bytes.TrimSpace(entry.Configuration.Raw)) != 0 && string(bytes.TrimSpace(entry.Configuration.Raw)) != "null"
+		var (
+			source string
+			data   []byte
+		)
+		switch {
+		case entry.Path != "" && hasInline:
+			errs = append(errs, fmt.Errorf("plugin %s (%s): give either path or configuration, not both (upstream would silently ignore path %q)", entry.Name, field, entry.Path))
+			continue
+		case entry.Path != "":
+			resolved := resolve(file, entry.Path)
+			source = "path " + resolved
+			var err error
+			if data, err = readFile(resolved); err != nil {
+				errs = append(errs, fmt.Errorf("plugin %s (%s.path %q): %w", entry.Name, field, entry.Path, err))
+				continue
+			}
+			if isEmpty(data) {
+				errs = append(errs, fmt.Errorf("plugin %s (%s): the file is empty", entry.Name, source))
+				continue
+			}
+			if dups, _ := duplicates(data); len(dups) != 0 {
+				for _, d := range dups {
+					errs = append(errs, fmt.Errorf("plugin %s (%s): %w", entry.Name, source, d))
+				}
+				continue
+			}
+		case hasInline:
+			source = "inline configuration, " + field
+			data = entry.Configuration.Raw
+		default:
+			errs = append(errs, fmt.Errorf("plugin %s (%s): give its configuration inline under configuration, or a file under path", entry.Name, field))
+			continue
+		}
+
+		check, ok := checks[entry.Name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("plugin %s (%s): this plugin takes no configuration; remove the entry", entry.Name, source))
+			continue
+		}
+		if err := check(entry.Name, data); err != nil {
+			errs = append(errs, fmt.Errorf("plugin %s (%s): %w", entry.Name, source, err))
+			continue
+		}
+		if !enabled.Has(entry.Name) {
+			klog.InfoS("Admission plugin is configured but not enabled, so its configuration is not used", "plugin", entry.Name, "file", file)
+		}
+	}
+	return errs
+}
+
+// resolve is upstream's rule for an entry's path: relative paths are relative
+// to the directory of the configuration file.
+func resolve(file, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	base := path.Dir(file)
+	if base == "." || base == "" {
+		if cwd, err := os.Getwd(); err == nil {
+			base = cwd
+		}
+	}
+	return filepath.Join(base, p)
+}
+
+// readFile reads a regular file. Devices and directories are refused rather
+// than read, so a mistyped path cannot hang the apiserver.
+func readFile(name string) ([]byte, error) {
+	info, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	return os.ReadFile(name)
+}
+
+// isEmpty reports a file with nothing but whitespace, comments or a null.
+func isEmpty(data []byte) bool {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return true
+	}
+	var v any
+	return yaml.Unmarshal(data, &v) == nil && v == nil
+}
+
+// typeMeta describes the apiVersion and kind a document declares.
+func typeMeta(data []byte) string {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &tm); err != nil || (tm.APIVersion == "" && tm.Kind == "") {
+		return "document without apiVersion and kind"
+	}
+	return fmt.Sprintf("apiVersion %s, kind %s", tm.APIVersion, tm.Kind)
+}
+
+// suggest names a registered plugin that differs from name only in case.
+func suggest(name string, registered []string) string {
+	for _, r := range registered {
+		if strings.EqualFold(r, name) {
+			return fmt.Sprintf(" (did you mean %q?)", r)
+		}
+	}
+	return " (kube-apiserver -h lists them under --enable-admission-plugins)"
+}
+
+// sortedKeys returns a map's keys in order, for deterministic messages.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,198 @@
+package configfile
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission/plugin/manifest"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/config/apis/policyconfig"
+	policyconfiginstall "k8s.io/apiserver/pkg/admission/plugin/policy/config/apis/policyconfig/install"
+	mutatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	validatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
+	resourcequotaapi "k8s.io/apiserver/pkg/admission/plugin/resourcequota/apis/resourcequota"
+	resourcequotainstall "k8s.io/apiserver/pkg/admission/plugin/resourcequota/apis/resourcequota/install"
+	resourcequotavalidation "k8s.io/apiserver/pkg/admission/plugin/resourcequota/apis/resourcequota/validation"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/config/apis/webhookadmission"
+	webhookinstall "k8s.io/apiserver/pkg/admission/plugin/webhook/config/apis/webhookadmission/install"
+	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/kubernetes/plugin/pkg/admission/eventratelimit"
+	eventratelimitapi "k8s.io/kubernetes/plugin/pkg/admission/eventratelimit/apis/eventratelimit"
+	eventratelimitinstall "k8s.io/kubernetes/plugin/pkg/admission/eventratelimit/apis/eventratelimit/install"
+	eventratelimitvalidation "k8s.io/kubernetes/plugin/pkg/admission/eventratelimit/apis/eventratelimit/validation"
+	"k8s.io/kubernetes/plugin/pkg/admission/imagepolicy"
+	"k8s.io/kubernetes/plugin/pkg/admission/podnodeselector"
+	"k8s.io/kubernetes/plugin/pkg/admission/podtolerationrestriction"
+	podtolerationrestrictioninstall "k8s.io/kubernetes/plugin/pkg/admission/podtolerationrestriction/apis/podtolerationrestriction/install"
+	podtolerationrestrictionvalidation "k8s.io/kubernetes/plugin/pkg/admission/podtolerationrestriction/apis/podtolerationrestriction/validation"
+	"k8s.io/kubernetes/plugin/pkg/admission/security/podsecurity"
+	podsecurityapi "k8s.io/pod-security-admission/admission/api"
+	podsecurityscheme "k8s.io/pod-security-admission/admission/api/scheme"
+	podsecurityvalidation "k8s.io/pod-security-admission/admission/api/validation"
+
+	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec"
+	execv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec/apis/v1alpha1"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny"
+	securitycontextdenyv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny/apis/v1alpha1"
+)
+
+// check validates one plugin's configuration: data is the file an entry's
+// path names, or its inline configuration (as JSON), exactly what upstream
+// hands the plugin's factory.
+type check func(plugin string, data []byte) error
+
+// checks is the strict check of every plugin that reads a configuration,
+// built from the plugin's own types and validation. Adding a plugin is one
+// line. A registered plugin without a line takes no configuration, and an
+// entry for it is an error (TestEveryPluginThatReadsItsConfigurationHasACheck
+// finds plugins that read one and have no line).
+var checks = map[string]check{
+	eventratelimit.PluginName:           versioned(eventratelimitinstall.Install, validateEventRateLimit),
+	imagepolicy.PluginName:              unversioned(imagePolicyKey),
+	mutatingwebhook.PluginName:          versioned(webhookinstall.Install, validateWebhook),
+	validatingwebhook.PluginName:        versioned(webhookinstall.Install, validateWebhook),
+	mutatingpolicy.PluginName:           versioned(policyconfiginstall.Install, validatePolicy[*policyconfig.MutatingAdmissionPolicyConfiguration]),
+	validatingpolicy.PluginName:         versioned(policyconfiginstall.Install, validatePolicy[*policyconfig.ValidatingAdmissionPolicyConfiguration]),
+	podnodeselector.PluginName:          unversioned(podNodeSelectorKey),
+	podsecurity.PluginName:              versioned(podsecurityscheme.AddToScheme, validatePodSecurity),
+	podtolerationrestriction.PluginName: versioned(podtolerationrestrictioninstall.Install, podtolerationrestrictionvalidation.ValidateConfiguration),
+	resourcequota.PluginName:            versioned(resourcequotainstall.Install, validateResourceQuota),
+	securitycontextdeny.PluginName:      restored[securitycontextdenyv1alpha1.SecurityContextDenyConfiguration](securitycontextdenyv1alpha1.AddToScheme),
+	exec.DenyEscalatingExec:             restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme),
+	exec.DenyExecOnPrivileged:           restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme),
+}
+
+// Configurable returns the names of the plugins that read a configuration.
+func Configurable() []string {
+	return sortedKeys(checks)
+}
+
+// versioned checks a configuration that is a kind of the plugin's own API
+// group: it is decoded strictly (unknown and duplicate fields are errors)
+// with the scheme the plugin's install package builds, converted to the
+// internal type T the plugin reads, and validated with the plugin's own
+// validation.
+func versioned[T runtime.Object](install func(*runtime.Scheme), validate func(T) error) check {
+	scheme := runtime.NewScheme()
+	install(scheme)
+	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
+	want := sync.OnceValue(func() string { return wantKinds[T](scheme) })
+	return func(_ string, data []byte) error {
+		obj, err := runtime.Decode(codecs.UniversalDecoder(), data)
+		switch {
+		case runtime.IsMissingKind(err) || runtime.IsMissingVersion(err):
+			return fmt.Errorf("apiVersion and kind are required; want %s", want())
+		case runtime.IsNotRegisteredError(err):
+			return fmt.Errorf("%s is not a configuration of this plugin; want %s", typeMeta(data), want())
+		case err != nil:
+			return fmt.Errorf("%w (want %s)", err, want())
+		}
+		c, ok := obj.(T)
+		if !ok {
+			return fmt.Errorf("%s is not a configuration of this plugin; want %s", typeMeta(data), want())
+		}
+		return validate(c)
+	}
+}
+
+// wantKinds lists the versioned kinds in scheme that convert to T.
+func wantKinds[T runtime.Object](scheme *runtime.Scheme) string {
+	var want []string
+	target := reflect.TypeFor[T]().Elem()
+	for gvk, typ := range scheme.AllKnownTypes() {
+		if gvk.Version == runtime.APIVersionInternal || strings.HasPrefix(typ.PkgPath(), "k8s.io/apimachinery/") {
+			continue
+		}
+		obj, ok := reflect.New(typ).Interface().(runtime.Object)
+		if !ok {
+			continue
+		}
+		into := reflect.New(target).Interface()
+		if scheme.Convert(obj, into, nil) == nil {
+			want = append(want, fmt.Sprintf("apiVersion %s, kind %s", gvk.GroupVersion(), gvk.Kind))
+		}
+	}
+	slices.Sort(want)
+	return strings.Join(want, "; or ")
+}
+
+// restored checks the configuration of one of our plugins with the decoder
+// the plugin's factory uses, pluginconfig.Decode, which is strict already.
+func restored[T any, PT interface {
+	*T
+	runtime.Object
+}](addToScheme func(*runtime.Scheme) error, validate ...func(PT) error) check {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(addToScheme(scheme))
+	return func(plugin string, data []byte) error {
+		c := PT(new(T))
+		if _, err := pluginconfig.Decode(plugin, bytes.NewReader(data), scheme, c); err != nil {
+			return err
+		}
+		for _, v := range validate {
+			if err := v(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func validateEventRateLimit(c *eventratelimitapi.Configuration) error {
+	return eventratelimitvalidation.ValidateConfiguration(c).ToAggregate()
+}
+
+func validateResourceQuota(c *resourcequotaapi.Configuration) error {
+	return resourcequotavalidation.ValidateConfiguration(c).ToAggregate()
+}
+
+// validatePodSecurity is what the plugin checks when it starts
+// (ValidateConfiguration of k8s.io/pod-security-admission/admission).
+func validatePodSecurity(c *podsecurityapi.PodSecurityConfiguration) error {
+	if errs := podsecurityvalidation.ValidatePodSecurityConfiguration(c); len(errs) != 0 {
+		return errs.ToAggregate()
+	}
+	_, err := podsecurityapi.ToPolicy(c.Defaults)
+	return err
+}
+
+// validateWebhook is upstream's LoadConfig rule for the webhook plugins, plus
+// loading the kubeconfig as the plugin does when it starts.
+func validateWebhook(c *webhookadmission.WebhookAdmission) error {
+	var errs []error
+	if c.KubeConfigFile != "" {
+		p := field.NewPath("kubeConfigFile")
+		if !path.IsAbs(c.KubeConfigFile) {
+			errs = append(errs, field.Invalid(p, c.KubeConfigFile, "must be an absolute file path"))
+		} else if _, err := readFile(c.KubeConfigFile); err != nil {
+			errs = append(errs, field.Invalid(p, c.KubeConfigFile, err.Error()))
+		} else if _, err := webhookutil.NewDefaultAuthenticationInfoResolver(c.KubeConfigFile); err != nil {
+			errs = append(errs, field.Invalid(p, c.KubeConfigFile, err.Error()))
+		}
+	}
+	if err := manifest.ValidateStaticManifestsDir(c.StaticManifestsDir); err != nil {
+		errs = append(errs, err)
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// validatePolicy is upstream's rule for the admission policy plugins.
+func validatePolicy[T interface {
+	runtime.Object
+	GetStaticManifestsDir() string
+}](c T) error {
+	return manifest.ValidateStaticManifestsDir(c.GetStaticManifestsDir())
+}
