@@ -130,6 +130,11 @@ func validate(file string, plugins Plugins) []error {
 		return errs
 	}
 	obj, err := runtime.Decode(configCodecs.UniversalDecoder(), data)
+	var errs []error
+	if err != nil && obj != nil && runtime.IsStrictDecodingError(err) {
+		// Unknown fields: say so, and check the entries all the same.
+		errs, err = append(errs, err), nil
+	}
 	if err != nil {
 		missing := runtime.IsMissingVersion(err) || runtime.IsMissingKind(err)
 		// Upstream's rule: a file without a known kind that has one of the
@@ -153,7 +158,7 @@ func validate(file string, plugins Plugins) []error {
 	if !ok {
 		return []error{fmt.Errorf("%s is not an admission configuration; %s", typeMeta(data), wantAdmission)}
 	}
-	return validateEntries(file, config, plugins)
+	return append(errs, validateEntries(file, config, plugins)...)
 }
 
 // validateEntries checks each plugin entry of an AdmissionConfiguration.
