@@ -382,8 +382,8 @@ plugins:
 	})
 }
 
-// An invalid rule stops the apiserver at start-up, naming the plugin, the
-// rule and the field.
+// An invalid rule stops the apiserver at start-up, naming the file, the
+// plugin, the rule and the field.
 func TestPersistentVolumeLabelInvalidConfig(t *testing.T) {
 	config, err := filepath.Abs("testdata/persistentvolumelabel/invalid-regex.yaml")
 	if err != nil {
@@ -394,5 +394,6 @@ func TestPersistentVolumeLabelInvalidConfig(t *testing.T) {
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + filepath.Join(pki.Dir, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(pki.Dir, "sa.key"),
 		"--enable-admission-plugins=PersistentVolumeLabel", "--admission-control-config-file=" + config,
-	}, `PersistentVolumeLabel: invalid configuration: rules[0].match.idRegex: Invalid value: "^prod-(us-central1": error parsing regexp: missing closing ): `)
+	}, "admission-control-config-file "+config+`: plugin PersistentVolumeLabel (inline configuration, plugins[0]): `+
+		`PersistentVolumeLabel: invalid configuration: rules[0].match.idRegex: Invalid value: "^prod-(us-central1": rule "broken": error parsing regexp: missing closing ): `)
 }

@@ -174,6 +174,26 @@ limitedResources:
 `,
 		wantField: "limitedResources[0].resource: Required value",
 	},
+	"PersistentVolumeLabel": {
+		valid: `apiVersion: persistentvolumelabel.admission.turnstile.dev/v1alpha1
+kind: PersistentVolumeLabelConfiguration
+onNoMatch: Deny
+rules:
+- name: prod
+  match: {volumeType: gcePersistentDisk, idRegex: '^prod-(us-central1-[a-f])-'}
+  zones: ['$1']
+  region: us-central1
+`,
+		dupLine: "onNoMatch: Deny",
+		invalid: `apiVersion: persistentvolumelabel.admission.turnstile.dev/v1alpha1
+kind: PersistentVolumeLabelConfiguration
+rules:
+- name: broken
+  match: {volumeType: gcePersistentDisk, idRegex: '^prod-('}
+  region: us-central1
+`,
+		wantField: `rules[0].match.idRegex: Invalid value: "^prod-(": error parsing regexp`,
+	},
 	"SecurityContextDeny": {
 		valid: `apiVersion: securitycontextdeny.admission.turnstile.dev/v1alpha1
 kind: SecurityContextDenyConfiguration
@@ -615,6 +635,7 @@ func TestExamples(t *testing.T) {
 	for file, names := range map[string][]string{
 		"eventratelimit.yaml":           {"EventRateLimit"},
 		"exec.yaml":                     {"DenyEscalatingExec", "DenyExecOnPrivileged"},
+		"persistentvolumelabel.yaml":    {"PersistentVolumeLabel"},
 		"podtolerationrestriction.yaml": {"PodTolerationRestriction"},
 		"securitycontextdeny.yaml":      {"SecurityContextDeny"},
 	} {
@@ -629,7 +650,7 @@ func TestExamples(t *testing.T) {
 		}
 	}
 	examples, err := filepath.Glob("../../../examples/admission/*.yaml")
-	if err != nil || len(examples) != 5 {
+	if err != nil || len(examples) != 6 {
 		t.Errorf("examples/admission has %v (%v): add the new example to this test", examples, err)
 	}
 }

@@ -3,6 +3,7 @@ package configfile
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"path"
 	"reflect"
 	"slices"
@@ -47,6 +48,7 @@ import (
 	execv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec/apis/v1alpha1"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny"
 	securitycontextdenyv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny/apis/v1alpha1"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel"
 )
 
 // check validates one plugin's configuration: data is the file an entry's
@@ -73,6 +75,7 @@ var checks = map[string]check{
 	securitycontextdeny.PluginName:      restored[securitycontextdenyv1alpha1.SecurityContextDenyConfiguration](securitycontextdenyv1alpha1.AddToScheme),
 	exec.DenyEscalatingExec:             restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme),
 	exec.DenyExecOnPrivileged:           restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme),
+	persistentvolumelabel.PluginName:    factory(persistentvolumelabel.NewFromConfig),
 }
 
 // Configurable returns the names of the plugins that read a configuration.
@@ -148,6 +151,15 @@ func restored[T any, PT interface {
 			}
 		}
 		return nil
+	}
+}
+
+// factory checks a configuration by building the plugin from it, for our
+// plugins whose validation happens as they compile their configuration.
+func factory[T any](newFromConfig func(io.Reader) (T, error)) check {
+	return func(_ string, data []byte) error {
+		_, err := newFromConfig(bytes.NewReader(data))
+		return err
 	}
 }
 

@@ -41,13 +41,24 @@ const (
 // Register adds the plugin to a registry.
 func Register(plugins *admission.Plugins) {
 	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
-		l, err := Load(config)
+		p, err := NewFromConfig(config)
 		if err != nil {
 			return nil, err
 		}
 		klog.InfoS("PersistentVolumeLabel is deprecated upstream (removed in v1.31); CSI drivers label volumes with their topology")
-		return New(l), nil
+		return p, nil
 	})
+}
+
+// NewFromConfig returns the plugin configured by its entry in the admission
+// configuration file; config is nil when there is none. It is also the
+// strict check that pkg/admission/configfile runs before the server starts.
+func NewFromConfig(config io.Reader) (*Plugin, error) {
+	l, err := load(config)
+	if err != nil {
+		return nil, err
+	}
+	return New(l), nil
 }
 
 // labeler finds the labels of a volume that the plugin may look up. Nil

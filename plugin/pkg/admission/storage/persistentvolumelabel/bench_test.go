@@ -32,7 +32,7 @@ const alikeRules = "^disk-(?P<zone>[a-z0-9-]+)-%d$"
 
 // benchmarkAdmit labels a volume that only the last of n rules matches.
 func benchmarkAdmit(b *testing.B, n int, idRegex, id string) {
-	p := New(load(b, rulesConfig(n, idRegex)))
+	p := New(loadConfig(b, rulesConfig(n, idRegex)))
 	base := gcePV("pv", id)
 	ctx := context.Background()
 	pv := &api.PersistentVolume{}
@@ -62,7 +62,7 @@ func BenchmarkAdmit100RulesAlike(b *testing.B) {
 
 // A volume without an ID costs nothing.
 func BenchmarkAdmitHostPath(b *testing.B) {
-	p := New(load(b, rulesConfig(100, distinctRules)))
+	p := New(loadConfig(b, rulesConfig(100, distinctRules)))
 	pv := hostPathPV("pv")
 	a := attributes(pv, pv.Name, "persistentvolumes", admission.Create)
 	b.ReportAllocs()
@@ -93,7 +93,7 @@ func FuzzLoad(f *testing.F) {
 		{Spec: api.PersistentVolumeSpec{PersistentVolumeSource: api.PersistentVolumeSource{Cinder: &api.CinderPersistentVolumeSource{VolumeID: "a__b"}}}},
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		l, err := Load(bytes.NewReader(data))
+		l, err := load(bytes.NewReader(data))
 		if err != nil {
 			return
 		}

@@ -44,11 +44,11 @@ const (
 	defaultCacheTTL = 5 * time.Minute
 )
 
-// Load decodes the plugin's configuration strictly, validates it and builds
+// load decodes the plugin's configuration strictly, validates it and builds
 // its labeler. A nil reader (no entry in the admission configuration) gives
 // a labeler that labels nothing but dynamically provisioned volumes, which
 // is all the historic plugin could still do without a cloud.
-func Load(config io.Reader) (labeler, error) {
+func load(config io.Reader) (labeler, error) {
 	c := &v1alpha1.PersistentVolumeLabelConfiguration{}
 	if _, err := pluginconfig.Decode(PluginName, config, scheme, c); err != nil {
 		return nil, err
@@ -91,6 +91,11 @@ func compile(c *v1alpha1.PersistentVolumeLabelConfiguration) (*configuredLabeler
 	names := map[string]int{}
 	for i := range c.Rules {
 		r, ruleErrs := compileRule(field.NewPath("rules").Index(i), i, &c.Rules[i], l)
+		for _, e := range ruleErrs {
+			if c.Rules[i].Name != "" { // an index alone is hard to find among many rules
+				e.Detail = strings.TrimSuffix(fmt.Sprintf("rule %q: %s", c.Rules[i].Name, e.Detail), ": ")
+			}
+		}
 		errs = append(errs, ruleErrs...)
 		if r == nil {
 			continue

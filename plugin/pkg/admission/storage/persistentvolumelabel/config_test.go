@@ -14,9 +14,9 @@ import (
 
 const header = "apiVersion: persistentvolumelabel.admission.turnstile.dev/v1alpha1\nkind: PersistentVolumeLabelConfiguration\n"
 
-func load(t testing.TB, yaml string) *configuredLabeler {
+func loadConfig(t testing.TB, yaml string) *configuredLabeler {
 	t.Helper()
-	l, err := Load(strings.NewReader(header + yaml))
+	l, err := load(strings.NewReader(header + yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestExampleLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := Load(f); err != nil {
+	if _, err := load(f); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -68,6 +68,7 @@ func TestInvalidConfiguration(t *testing.T) {
 		{"invalid extra value", header + "rules:\n- match: {volumeType: cinder, idRegex: x}\n  region: r\n  extraLabels: {a: 'c d'}\n", []string{`rules[0].extraLabels[a]: Invalid value: "c d"`}},
 		{"extra topology key", header + "rules:\n- match: {volumeType: cinder, idRegex: x}\n  region: r\n  extraLabels: {topology.kubernetes.io/zone: a}\n", []string{"rules[0].extraLabels[topology.kubernetes.io/zone]: Forbidden"}},
 		{"duplicate rule name", header + "rules:\n- name: a\n  match: {volumeType: cinder, idRegex: x}\n  region: r\n- name: a\n  match: {volumeType: cinder, idRegex: 'z'}\n  region: r\n", []string{`rules[1].name: Duplicate value: "a (also rules[0])"`}},
+		{"named rule", header + "rules:\n- name: prod\n  match: {volumeType: cinder, idRegex: x}\n", []string{`rules[0]: Required value: rule "prod": a rule gives zones, region or both`}},
 		{"topology target", header + "derive:\n  csiTopologyKeys: {topology.gke.io/zone: Zone}\n", []string{`derive.csiTopologyKeys[topology.gke.io/zone]: Unsupported value: "Zone"`}},
 		{"topology key", header + "derive:\n  csiTopologyKeys: {'bad key': zone}\n", []string{"derive.csiTopologyKeys[bad key]: Invalid value"}},
 		{"webhook without kubeconfig", header + "webhook: {}\n", []string{"webhook.kubeConfigFile: Required value"}},
@@ -80,7 +81,7 @@ func TestInvalidConfiguration(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(strings.NewReader(tc.config))
+			_, err := load(strings.NewReader(tc.config))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -97,7 +98,7 @@ func TestInvalidConfiguration(t *testing.T) {
 }
 
 func TestNoConfigurationLabelsNothing(t *testing.T) {
-	l, err := Load(nil)
+	l, err := load(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ derive:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := load(t, tc.config)
+			l := loadConfig(t, tc.config)
 			v, ok := volumeOf(tc.pv)
 			if !ok {
 				t.Fatal("volume not looked up")

@@ -115,7 +115,7 @@ func TestWebhook(t *testing.T) {
 					config += "  " + o + "\n"
 				}
 			}
-			l := load(t, config)
+			l := loadConfig(t, config)
 			var got map[string]string
 			var err error
 			for _, id := range tc.volumes {
@@ -142,7 +142,7 @@ func TestWebhook(t *testing.T) {
 // Rules and derivations answer before the webhook is asked.
 func TestWebhookIsLast(t *testing.T) {
 	backend := &inventory{zones: map[string]string{"rule-1": "from-webhook"}}
-	l := load(t, "rules:\n- match: {volumeType: gcePersistentDisk, idRegex: '^rule-'}\n  zones: [from-rule]\nwebhook:\n  kubeConfigFile: "+startInventory(t, backend)+"\n")
+	l := loadConfig(t, "rules:\n- match: {volumeType: gcePersistentDisk, idRegex: '^rule-'}\n  zones: [from-rule]\nwebhook:\n  kubeConfigFile: "+startInventory(t, backend)+"\n")
 	v, _ := volumeOf(gcePV("pv", "rule-1"))
 	got, err := l.labels(context.Background(), v)
 	if err != nil || got[gaZone] != "from-rule" || backend.calls.Load() != 0 {
