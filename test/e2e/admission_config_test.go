@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -173,26 +172,6 @@ func copyAdmissionConfig(t *testing.T, name, dir string, b *admissionConfigBacke
 	return filepath.Join(dir, "admission.yaml")
 }
 
-// startAdmissionConfigServer starts our kube-apiserver on its own etcd
-// prefix with args, and stops it when the test ends.
-func startAdmissionConfigServer(t *testing.T, name string, args ...string) (*framework.APIServer, kubernetes.Interface) {
-	t.Helper()
-	s, err := framework.StartAPIServer(framework.APIServerConfig{Dir: filepath.Join(root, name), Etcd: etcd, PKI: pki, Args: args})
-	if err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(syscall.SIGTERM); err != nil {
-			t.Errorf("%s did not stop cleanly: %v", name, err)
-		}
-	})
-	c, err := s.Client("e2e-admin", "system:masters")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, c
-}
-
 // Every configurable plugin is enabled and configured, some by path and some
 // inline, in apiserver.config.k8s.io/v1 and again in the deprecated
 // apiserver.k8s.io/v1alpha1 with the other way of each; the server comes up,
@@ -204,7 +183,7 @@ func TestAdmissionConfigEveryPlugin(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			backend := startAdmissionConfigBackend(t)
 			config := copyAdmissionConfig(t, version, filepath.Join(root, "admission-config-"+version+"-files"), backend)
-			_, c := startAdmissionConfigServer(t, "admission-config-"+version,
+			_, c := startServer(t, "admission-config-"+version,
 				"--enable-admission-plugins=EventRateLimit,ImagePolicyWebhook,PodNodeSelector,PodTolerationRestriction,"+
 					"SecurityContextDeny,DenyEscalatingExec,DenyExecOnPrivileged",
 				"--admission-control-config-file="+config)
@@ -398,7 +377,7 @@ func TestAdmissionConfigLegacyFileAndAdmissionControlFlag(t *testing.T) {
 	ctx := context.Background()
 	backend := startAdmissionConfigBackend(t)
 	config := copyAdmissionConfig(t, "legacy", filepath.Join(root, "admission-config-legacy-files"), backend)
-	_, c := startAdmissionConfigServer(t, "admission-config-legacy",
+	_, c := startServer(t, "admission-config-legacy",
 		"--admission-control=NamespaceLifecycle,PodNodeSelector,ImagePolicyWebhook",
 		"--admission-control-config-file="+config)
 	ns := createNamespace(t, c)
@@ -477,7 +456,7 @@ func TestAdmissionConfigLegacyFileAndAdmissionControlFlag(t *testing.T) {
 // without writing anything.
 func TestAdmissionControlFlagAlwaysDeny(t *testing.T) {
 	ctx := context.Background()
-	_, c := startAdmissionConfigServer(t, "admission-config-always-deny",
+	_, c := startServer(t, "admission-config-always-deny",
 		"--etcd-prefix=/shared", "--admission-control=NamespaceLifecycle,AlwaysDeny")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "denied-"}}
 	_, err := c.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})

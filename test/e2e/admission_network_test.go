@@ -34,7 +34,7 @@ func testSimpleDenyServiceExternalIPs(t *testing.T, s simpleServers) {
 	}
 
 	setIPs := func(c kubernetes.Interface, ips ...string) error {
-		patch := []byte(`{"spec":{"externalIPs":` + simpleJSON(t, ips) + `}}`)
+		patch := []byte(`{"spec":{"externalIPs":` + toJSON(t, ips) + `}}`)
 		_, err := c.CoreV1().Services(ns).Patch(ctx, "legacy", types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}

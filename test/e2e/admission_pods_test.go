@@ -383,8 +383,8 @@ func testSimplePodTolerationRestriction(t *testing.T, s simpleServers) {
 	expect("on, pod that is not BestEffort", got, err, []string{corev1.TaintNodeMemoryPressure})
 
 	annotated := simpleNamespace(t, s.on, "", map[string]string{
-		simpleDefaultTolerationsKey: simpleJSON(t, []corev1.Toleration{tol(nsDefault)}),
-		simpleTolerationsWhitelistKey: simpleJSON(t, []corev1.Toleration{
+		simpleDefaultTolerationsKey: toJSON(t, []corev1.Toleration{tol(nsDefault)}),
+		simpleTolerationsWhitelistKey: toJSON(t, []corev1.Toleration{
 			{Key: nsDefault, Operator: corev1.TolerationOpExists},
 			{Key: nsAllowed, Operator: corev1.TolerationOpExists},
 			{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
@@ -452,7 +452,7 @@ func testSimplePriority(t *testing.T, s simpleServers) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return ptr.Deref(got.Spec.Priority, -1) == 1000, simpleJSON(t, got.Spec)
+		return ptr.Deref(got.Spec.Priority, -1) == 1000, toJSON(t, got.Spec)
 	})
 	got, err := s.on.CoreV1().Pods(ns).Create(ctx, pod("high", high.Name), metav1.CreateOptions{})
 	if err != nil {
@@ -482,7 +482,7 @@ func testSimplePriority(t *testing.T, s simpleServers) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return got.Spec.PriorityClassName == def.Name && ptr.Deref(got.Spec.Priority, -1) == 50, simpleJSON(t, got.Spec)
+		return got.Spec.PriorityClassName == def.Name && ptr.Deref(got.Spec.Priority, -1) == 50, toJSON(t, got.Spec)
 	})
 	if got, err := s.off.CoreV1().Pods(ns).Create(ctx, pod("off-defaulted", ""), metav1.CreateOptions{}); err != nil {
 		t.Errorf("off: pod without a class: %v", err)

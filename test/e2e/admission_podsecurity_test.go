@@ -56,7 +56,7 @@ func testPolicyPodSecurity(t *testing.T, s *policyServers) {
 	nsAudit := ns("privileged", "baseline", "privileged")
 	nsDefault := policyNamespace(t, admin.c, nil)
 	admin.warnings.take(t, "")
-	policyNamedNamespace(t, admin.c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+	createNamespaceFrom(t, admin.c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: psaExemptNS, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
 	}})
 	want := `namespace "` + psaExemptNS + `" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored`

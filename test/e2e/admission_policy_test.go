@@ -224,24 +224,7 @@ func policyWarnClient(t *testing.T, srv *framework.APIServer, user string, group
 // afterwards (it then stays Terminating, as nothing finalizes it).
 func policyNamespace(t *testing.T, c kubernetes.Interface, labels map[string]string) string {
 	t.Helper()
-	return policyNamedNamespace(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-policy-", Labels: labels}})
-}
-
-func policyNamedNamespace(t *testing.T, c kubernetes.Interface, ns *corev1.Namespace) string {
-	t.Helper()
-	ctx := context.Background()
-	ns, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	if _, err := c.CoreV1().ServiceAccounts(ns.Name).Create(ctx,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the default service account: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = c.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
-	})
-	return ns.Name
+	return createNamespaceFrom(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-policy-", Labels: labels}})
 }
 
 // policyEventually polls condition every 200ms for up to 30s.

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -230,13 +229,4 @@ func simpleAfterSecond(t *testing.T, ts metav1.Time) {
 
 func simpleHasToleration(tols []corev1.Toleration, key string) bool {
 	return slices.ContainsFunc(tols, func(tol corev1.Toleration) bool { return tol.Key == key })
-}
-
-func simpleJSON(t *testing.T, v any) string {
-	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }

@@ -28,9 +28,15 @@ import (
 // without one), and deletes it afterwards.
 func createNamespace(t *testing.T, c kubernetes.Interface) string {
 	t.Helper()
+	return createNamespaceFrom(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}})
+}
+
+// createNamespaceFrom is createNamespace for a namespace with a name or
+// labels of its own.
+func createNamespaceFrom(t *testing.T, c kubernetes.Interface, ns *corev1.Namespace) string {
+	t.Helper()
 	ctx := context.Background()
-	ns, err := c.CoreV1().Namespaces().Create(ctx,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}, metav1.CreateOptions{})
+	ns, err := c.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating namespace: %v", err)
 	}
@@ -227,6 +233,16 @@ func TestUnknownAdmissionPluginIsRejected(t *testing.T) {
 			expectRefusal(t, []string{flag, "--cert-dir=" + t.TempDir(), "--etcd-servers=" + etcd.URL}, want)
 		})
 	}
+}
+
+// configCheckArgs are the flags our binary needs to get as far as checking
+// its admission configuration, followed by args.
+func configCheckArgs(t *testing.T, args ...string) []string {
+	return append([]string{
+		"--etcd-servers=" + etcd.URL, "--cert-dir=" + t.TempDir(),
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + filepath.Join(pki.Dir, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(pki.Dir, "sa.key"),
+	}, args...)
 }
 
 // expectRefusal runs our kube-apiserver with args and checks that it exits

@@ -76,3 +76,23 @@ func adminClient(t *testing.T) kubernetes.Interface {
 	}
 	return c
 }
+
+// startServer starts our kube-apiserver with args, on the etcd prefix
+// named after it unless args say otherwise, and stops it when the test ends.
+func startServer(t *testing.T, name string, args ...string) (*framework.APIServer, kubernetes.Interface) {
+	t.Helper()
+	s, err := framework.StartAPIServer(framework.APIServerConfig{Dir: filepath.Join(root, name), Etcd: etcd, PKI: pki, Args: args})
+	if err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(syscall.SIGTERM); err != nil {
+			t.Errorf("%s did not stop cleanly: %v", name, err)
+		}
+	})
+	c, err := s.Client("e2e-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +25,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel/apis/v1alpha1"
-	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
 // volumeInventory is the HTTPS lookup service PersistentVolumeLabel's
@@ -79,22 +77,7 @@ func serveInventory(t *testing.T, inv *volumeInventory, dir string) string {
 // the given AdmissionConfiguration, on its own etcd prefix.
 func startLabellingServer(t *testing.T, name, admissionConfig string) kubernetes.Interface {
 	t.Helper()
-	s, err := framework.StartAPIServer(framework.APIServerConfig{
-		Dir: filepath.Join(root, name), Etcd: etcd, PKI: pki,
-		Args: []string{"--enable-admission-plugins=PersistentVolumeLabel", "--admission-control-config-file=" + admissionConfig},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(syscall.SIGTERM); err != nil {
-			t.Errorf("%s did not stop cleanly: %v", name, err)
-		}
-	})
-	c, err := s.Client("e2e-admin", "system:masters")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := startServer(t, name, "--enable-admission-plugins=PersistentVolumeLabel", "--admission-control-config-file="+admissionConfig)
 	return c
 }
 
@@ -389,11 +372,6 @@ func TestPersistentVolumeLabelInvalidConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectRefusal(t, []string{
-		"--etcd-servers=" + etcd.URL, "--cert-dir=" + t.TempDir(),
-		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + filepath.Join(pki.Dir, "sa.pub"),
-		"--service-account-signing-key-file=" + filepath.Join(pki.Dir, "sa.key"),
-		"--enable-admission-plugins=PersistentVolumeLabel", "--admission-control-config-file=" + config,
-	}, "admission-control-config-file "+config+`: plugin PersistentVolumeLabel (inline configuration, plugins[0]): `+
+	expectRefusal(t, configCheckArgs(t, "--enable-admission-plugins=PersistentVolumeLabel", "--admission-control-config-file="+config), "admission-control-config-file "+config+`: plugin PersistentVolumeLabel (inline configuration, plugins[0]): `+
 		`PersistentVolumeLabel: invalid configuration: rules[0].match.idRegex: Invalid value: "^prod-(us-central1": rule "broken": error parsing regexp: missing closing ): `)
 }

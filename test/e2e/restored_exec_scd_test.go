@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-
-	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
 // restoredServers are three apiservers on the shared server's etcd prefix,
@@ -31,22 +28,7 @@ type restoredServers struct {
 
 func startRestoredServers(t *testing.T) restoredServers {
 	start := func(name string, args ...string) kubernetes.Interface {
-		s, err := framework.StartAPIServer(framework.APIServerConfig{
-			Dir: filepath.Join(root, name), Etcd: etcd, PKI: pki,
-			Args: append([]string{"--etcd-prefix=/shared"}, args...),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.Stop(syscall.SIGTERM); err != nil {
-				t.Errorf("%s did not stop cleanly: %v", name, err)
-			}
-		})
-		c, err := s.Client("e2e-admin", "system:masters")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, c := startServer(t, name, append([]string{"--etcd-prefix=/shared"}, args...)...)
 		return c
 	}
 	config, err := filepath.Abs("testdata/hardened-exec-scd.yaml")
@@ -296,10 +278,5 @@ func TestRestoredPluginConfigTypo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectRefusal(t, []string{
-		"--etcd-servers=" + etcd.URL, "--cert-dir=" + t.TempDir(),
-		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + filepath.Join(pki.Dir, "sa.pub"),
-		"--service-account-signing-key-file=" + filepath.Join(pki.Dir, "sa.key"),
-		"--enable-admission-plugins=DenyEscalatingExec", "--admission-control-config-file=" + config,
-	}, `DenyEscalatingExec: invalid configuration (want apiVersion exec.admission.turnstile.dev/v1alpha1, kind ExecConfiguration): strict decoding error: unknown field "perContainers"`)
+	expectRefusal(t, configCheckArgs(t, "--enable-admission-plugins=DenyEscalatingExec", "--admission-control-config-file="+config), `DenyEscalatingExec: invalid configuration (want apiVersion exec.admission.turnstile.dev/v1alpha1, kind ExecConfiguration): strict decoding error: unknown field "perContainers"`)
 }

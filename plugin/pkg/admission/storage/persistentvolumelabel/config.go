@@ -3,6 +3,7 @@ package persistentvolumelabel
 import (
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -108,7 +109,7 @@ func compile(c *v1alpha1.PersistentVolumeLabelConfiguration) (*configuredLabeler
 		l.rules[k] = append(l.rules[k], r)
 	}
 
-	for _, k := range sortedKeys(c.Derive.CSITopologyKeys) {
+	for _, k := range slices.Sorted(maps.Keys(c.Derive.CSITopologyKeys)) {
 		p := field.NewPath("derive", "csiTopologyKeys").Key(k)
 		errs = append(errs, labelKeyErrors(p, k)...)
 		errs = append(errs, oneOf(p, c.Derive.CSITopologyKeys[k], targets, false)...)
@@ -170,7 +171,7 @@ func compileRule(p *field.Path, index int, in *v1alpha1.Rule, l *configuredLabel
 	if in.Region != "" {
 		errs = append(errs, valueErrors(p.Child("region"), in.Region, re, false)...)
 	}
-	for _, k := range sortedKeys(in.ExtraLabels) {
+	for _, k := range slices.Sorted(maps.Keys(in.ExtraLabels)) {
 		kp := p.Child("extraLabels").Key(k)
 		errs = append(errs, labelKeyErrors(kp, k)...)
 		if slices.Contains(topologyKeys, k) {
@@ -189,7 +190,7 @@ func compileRule(p *field.Path, index int, in *v1alpha1.Rule, l *configuredLabel
 		name: in.Name, index: index, literals: requiredLiterals(in.Match.IDRegex),
 		typ: in.Match.VolumeType, driver: in.Match.CSIDriver,
 		re: re, zones: in.Zones, region: in.Region, extra: in.ExtraLabels,
-		expand: hasTemplate(append(append([]string{in.Region}, in.Zones...), mapValues(in.ExtraLabels)...)...),
+		expand: hasTemplate(append(append([]string{in.Region}, in.Zones...), slices.Collect(maps.Values(in.ExtraLabels))...)...),
 		desc:   desc,
 	}, nil
 }
@@ -294,21 +295,4 @@ func quoted[T ~string](values []T) string {
 		q[i] = strconv.Quote(string(v))
 	}
 	return strings.Join(q, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func mapValues(m map[string]string) []string {
-	values := make([]string, 0, len(m))
-	for _, v := range m {
-		values = append(values, v)
-	}
-	return values
 }
