@@ -192,7 +192,7 @@ rules:
   match: {volumeType: gcePersistentDisk, idRegex: '^prod-('}
   region: us-central1
 `,
-		wantField: `rules[0].match.idRegex: Invalid value: "^prod-(": error parsing regexp`,
+		wantField: `rules[0].match.idRegex: Invalid value: "^prod-(": rule "broken": error parsing regexp`,
 	},
 	"SecurityContextDeny": {
 		valid: `apiVersion: securitycontextdeny.admission.turnstile.dev/v1alpha1
