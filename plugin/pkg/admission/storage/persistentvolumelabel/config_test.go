@@ -177,6 +177,9 @@ derive:
 		{"csi topology region", derive, csiPV("d.example.com", "h", in("example.com/region", "r1"), in("other", "x")), map[string]string{gaRegion: "r1"}, ""},
 		{"csi topology with two regions", derive, csiPV("d.example.com", "h", in("example.com/region", "r1", "r2")), nil, "node affinity names regions r1, r2"},
 		{"zones in different regions", derive, csiPV("d.example.com", "h", in("topology.gke.io/zone", "us-central1-a", "us-east1-b")), nil, "are in different regions"},
+		{"derived region checked", "derive: {gceRegionFromZone: true}\nrules:\n- match: {volumeType: cinder, idRegex: x}\n  zones: [a--b]\n",
+			&api.PersistentVolume{Spec: api.PersistentVolumeSpec{PersistentVolumeSource: api.PersistentVolumeSource{
+				Cinder: &api.CinderPersistentVolumeSource{VolumeID: "x"}}}}, nil, `rules[0] gave topology.kubernetes.io/region="a-"`},
 		{"zone without a region part", derive, csiPV("d.example.com", "h", in("topology.gke.io/zone", "z")), nil, `zone "z" has no region part`},
 	}
 	for _, tc := range cases {

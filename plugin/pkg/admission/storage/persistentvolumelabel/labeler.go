@@ -182,6 +182,7 @@ func (l *configuredLabeler) toLabels(t topology) (map[string]string, error) {
 		if region, err = gceRegion(t.zones); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.from, err)
 		}
+		t.checked = false // a valid zone can still give an invalid region ("a--b" gives "a-")
 	}
 	labels := make(map[string]string, len(t.extra)+2)
 	maps.Copy(labels, t.extra)
