@@ -29,11 +29,11 @@ func init() {
 }
 
 var (
-	volumeTypes    = []v1alpha1.VolumeType{v1alpha1.GCEPersistentDisk, v1alpha1.AWSElasticBlockStore, v1alpha1.AzureDisk, v1alpha1.Cinder, v1alpha1.VsphereVolume, v1alpha1.CSI}
-	labelStyles    = []v1alpha1.LabelStyle{v1alpha1.GA, v1alpha1.Beta}
-	noMatchActions = []v1alpha1.NoMatchAction{v1alpha1.Ignore, v1alpha1.Deny}
-	failurePolicys = []v1alpha1.FailurePolicy{v1alpha1.Fail, v1alpha1.IgnoreFailure}
-	targets        = []v1alpha1.TopologyTarget{v1alpha1.Zone, v1alpha1.Region}
+	volumeTypes     = []v1alpha1.VolumeType{v1alpha1.GCEPersistentDisk, v1alpha1.AWSElasticBlockStore, v1alpha1.AzureDisk, v1alpha1.Cinder, v1alpha1.VsphereVolume, v1alpha1.CSI}
+	labelStyles     = []v1alpha1.LabelStyle{v1alpha1.GA, v1alpha1.Beta}
+	noMatchActions  = []v1alpha1.NoMatchAction{v1alpha1.Ignore, v1alpha1.Deny}
+	failurePolicies = []v1alpha1.FailurePolicy{v1alpha1.Fail, v1alpha1.IgnoreFailure}
+	targets         = []v1alpha1.TopologyTarget{v1alpha1.Zone, v1alpha1.Region}
 	// topologyKeys are written by the plugin alone: extra labels may not
 	// use them, or a rule could contradict its own zones.
 	topologyKeys = []string{gaZone, gaRegion, betaZone, betaRegion}

@@ -45,7 +45,7 @@ func newWebhookSource(p *field.Path, c *v1alpha1.Webhook) (*webhookSource, field
 			errs = append(errs, field.Invalid(p.Child("cacheTTL"), c.CacheTTL.Duration.String(), "must not be negative; 0 disables the cache"))
 		}
 	}
-	errs = append(errs, oneOf(p.Child("failurePolicy"), c.FailurePolicy, failurePolicys, true)...)
+	errs = append(errs, oneOf(p.Child("failurePolicy"), c.FailurePolicy, failurePolicies, true)...)
 	if c.KubeConfigFile == "" {
 		return nil, append(errs, field.Required(p.Child("kubeConfigFile"), "the kubeconfig that names the service"))
 	}
