@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Regenerates the code generated from pkg/apis/policy (internal) and
+# pkg/apis/policy/v1beta1 (the wire version): deepcopy, conversion, defaulters,
+# prerelease lifecycle, OpenAPI definitions and protobuf.
+#
+# Every generator is a go.mod tool line at the version the Kubernetes module
+# graph pins (code-generator v0.36.3, kube-openapi from k8s.io/kubernetes), so
+# `go tool X` builds exactly that version. go-to-protobuf also needs protoc
+# (Debian: apt-get install -y protobuf-compiler) and runs protoc-gen-gogo,
+# goimports and gofmt from PATH; we build the first two from go.mod too.
+#
+# hack/verify-codegen.sh runs this script on a copy of the tree and fails when
+# the result differs from what is committed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+module=github.com/turnstile-k8s/turnstile
+internal=$module/pkg/apis/policy
+external=$module/pkg/apis/policy/v1beta1
+header=hack/boilerplate.go.txt
+openapi_dir=pkg/generated/openapi
+
+command -v protoc >/dev/null || {
+	echo "update-codegen: protoc not found (Debian/Ubuntu: apt-get install -y protobuf-compiler)" >&2
+	exit 1
+}
+
+# Start from nothing, so that output for a type or package that is gone does
+# not linger. The generators do not need their old output to run.
+find pkg/apis/policy "$openapi_dir" \( -name 'zz_generated.*.go' -o -name 'generated.pb.go' -o -name 'generated.proto' \) -delete 2>/dev/null || true
+
+echo "update-codegen: deepcopy" >&2
+go tool deepcopy-gen --go-header-file "$header" --output-file zz_generated.deepcopy.go \
+	"$internal" "$external"
+
+echo "update-codegen: defaulters" >&2
+go tool defaulter-gen --go-header-file "$header" --output-file zz_generated.defaults.go \
+	--extra-peer-dirs k8s.io/api/core/v1 \
+	"$external"
+
+echo "update-codegen: conversion" >&2
+go tool conversion-gen --go-header-file "$header" --output-file zz_generated.conversion.go \
+	--extra-peer-dirs k8s.io/kubernetes/pkg/apis/core,k8s.io/kubernetes/pkg/apis/core/v1,k8s.io/apimachinery/pkg/apis/meta/v1,k8s.io/apimachinery/pkg/conversion,k8s.io/apimachinery/pkg/runtime \
+	"$external"
+
+echo "update-codegen: prerelease lifecycle" >&2
+go tool prerelease-lifecycle-gen --go-header-file "$header" --output-file zz_generated.prerelease-lifecycle.go \
+	"$external"
+
+# Our package's references to meta/v1, runtime and core/v1 must come out as
+# the model names upstream's definitions use (io.k8s.apimachinery...,
+# io.k8s.api.core.v1...), so those packages are inputs too, read-only so that
+# nothing is written into the module cache.
+echo "update-codegen: openapi" >&2
+readonly_pkgs=(
+	k8s.io/apimachinery/pkg/apis/meta/v1
+	k8s.io/apimachinery/pkg/runtime
+	k8s.io/apimachinery/pkg/version
+	k8s.io/api/core/v1
+)
+readonly_flags=()
+for p in "${readonly_pkgs[@]}"; do readonly_flags+=(--readonly-pkg "$p"); done
+go tool openapi-gen --go-header-file "$header" \
+	--output-dir "$openapi_dir" --output-pkg "$module/$openapi_dir" \
+	--output-file zz_generated.openapi.go \
+	--output-model-name-file zz_generated.model_name.go \
+	--report-filename hack/api-rules-violations.list \
+	"${readonly_flags[@]}" \
+	"$external" "${readonly_pkgs[@]}"
+
+# go-to-protobuf expects a GOPATH-shaped tree (<output-dir>/<import path>) for
+# our package and for the .proto files it imports.
+echo "update-codegen: protobuf" >&2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin" "$work/src/github.com/turnstile-k8s" "$work/src/k8s.io" "$work/src/github.com/gogo"
+go build -o "$work/bin/" k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo golang.org/x/tools/cmd/goimports
+ln -s "$root" "$work/src/$module"
+ln -s "$(go list -m -f '{{.Dir}}' k8s.io/apimachinery)" "$work/src/k8s.io/apimachinery"
+ln -s "$(go list -m -f '{{.Dir}}' k8s.io/api)" "$work/src/k8s.io/api"
+ln -s "$(go list -m -f '{{.Dir}}' github.com/gogo/protobuf)" "$work/src/github.com/gogo/protobuf"
+proto_include=()
+for d in /usr/include /usr/local/include; do
+	[[ -f $d/google/protobuf/descriptor.proto ]] && proto_include=(--proto-import "$d") && break
+done
+PATH="$work/bin:$PATH" go tool go-to-protobuf --go-header-file "$header" \
+	--output-dir "$work/src" "${proto_include[@]}" \
+	--packages "$external" \
+	--apimachinery-packages '-k8s.io/apimachinery/pkg/util/intstr,-k8s.io/apimachinery/pkg/api/resource,-k8s.io/apimachinery/pkg/runtime/schema,-k8s.io/apimachinery/pkg/runtime,-k8s.io/apimachinery/pkg/apis/meta/v1,-k8s.io/api/core/v1'
+
+echo "update-codegen: done" >&2
