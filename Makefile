@@ -76,7 +76,7 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 test-mutation: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## Each plugin's e2e tests, run with that plugin off: all must fail (slow; PLUGINS=A,B for some).
 	hack/e2e-mutation.sh $(subst $(comma), ,$(PLUGINS))
 
-verify: ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, a coverage-table row with e2e tests for every registered plugin.
+verify: ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, generated code up to date (hack/update-codegen.sh), a coverage-table row with e2e tests for every registered plugin.
 	hack/verify.sh
 
 clean: ## Remove _output.

@@ -25,6 +25,9 @@ if ! diff -u "$saved/go.mod" go.mod >&2 || ! diff -q "$saved/go.sum" go.sum >/de
 	fail=1
 fi
 
+# Generated code (deepcopy, conversion, defaults, OpenAPI, protobuf) matches its sources.
+hack/verify-codegen.sh || fail=1
+
 # Every registered admission plugin has a row in test/e2e/README.md naming its tests.
 go run ./hack/verify-e2e-coverage || fail=1
 
