@@ -7,11 +7,14 @@ godebug default=go1.26
 tool (
 	go.etcd.io/etcd/server/v3
 	golang.org/x/tools/cmd/goimports
+	k8s.io/code-generator/cmd/client-gen
 	k8s.io/code-generator/cmd/conversion-gen
 	k8s.io/code-generator/cmd/deepcopy-gen
 	k8s.io/code-generator/cmd/defaulter-gen
 	k8s.io/code-generator/cmd/go-to-protobuf
 	k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo
+	k8s.io/code-generator/cmd/informer-gen
+	k8s.io/code-generator/cmd/lister-gen
 	k8s.io/code-generator/cmd/prerelease-lifecycle-gen
 	k8s.io/kube-openapi/cmd/openapi-gen
 	k8s.io/kubernetes/cmd/kube-apiserver
