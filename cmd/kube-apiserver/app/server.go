@@ -25,7 +25,6 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
-	upstream "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 
 	"github.com/turnstile-k8s/turnstile/pkg/admission"
@@ -95,7 +94,7 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
 			if !etcd.Enabled() {
-				return upstream.Run(ctx, completed)
+				return run(ctx, completed)
 			}
 			return runWithEmbeddedEtcd(ctx, completed, &etcd)
 		},
@@ -143,7 +142,7 @@ func runWithEmbeddedEtcd(ctx context.Context, completed options.CompletedOptions
 		case <-ctx.Done():
 		}
 	}()
-	err = upstream.Run(ctx, completed)
+	err = run(ctx, completed)
 	e.Close()
 	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause

@@ -1,0 +1,95 @@
+package app
+
+import (
+	"context"
+	"os"
+	_ "unsafe" // go:linkname of upstream's APIService priorities
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/notfoundhandler"
+	utilversion "k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
+	upstream "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
+
+	"github.com/turnstile-k8s/turnstile/pkg/policyserver"
+)
+
+// apiVersionPriorities is upstream's table of APIService priorities
+// (cmd/kube-apiserver/app/aggregator.go). It is unexported, and we must not
+// copy it, so it is linked by name: a rename upstream fails the build. It
+// still holds policy/v1beta1, so the aggregator creates the local APIService
+// v1beta1.policy when our server lists /apis/policy/v1beta1.
+//
+//go:linkname apiVersionPriorities k8s.io/kubernetes/cmd/kube-apiserver/app.apiVersionPriorities
+var apiVersionPriorities map[schema.GroupVersion]controlplaneapiserver.APIServicePriority
+
+// run is upstream's Run with our server chain. When PodSecurityPolicy is not
+// served the chain is exactly upstream's.
+func run(ctx context.Context, opts options.CompletedOptions) error {
+	klog.Infof("Version: %+v", utilversion.Get())
+	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
+
+	config, err := upstream.NewConfig(opts)
+	if err != nil {
+		return err
+	}
+	kube := config.KubeAPIs.ControlPlane.Generic
+	servePSP, err := policyserver.Enabled(kube.MergedResourceConfig, policyserver.PluginEnabled(opts.Admission))
+	if err != nil {
+		return err
+	}
+	var pspConfig *genericapiserver.Config
+	if servePSP {
+		// Derived before Complete, which the copy does separately.
+		if pspConfig, err = policyserver.NewConfig(kube, opts.Etcd); err != nil {
+			return err
+		}
+	}
+	completed, err := config.Complete()
+	if err != nil {
+		return err
+	}
+	server, err := createServerChain(completed, pspConfig)
+	if err != nil {
+		return err
+	}
+	prepared, err := server.PrepareRun()
+	if err != nil {
+		return err
+	}
+	return prepared.Run(ctx)
+}
+
+// createServerChain is upstream's CreateServerChain, composed from the same
+// exported constructors, with the policy/v1beta1 server (when pspConfig is
+// not nil) between the aggregator and the kube-apiserver:
+//
+//	aggregator -> turnstile-policy-v1beta1 -> kube-apiserver -> apiextensions -> notfound
+func createServerChain(c upstream.CompletedConfig, pspConfig *genericapiserver.Config) (*aggregatorapiserver.APIAggregator, error) {
+	notFoundHandler := notfoundhandler.New(c.KubeAPIs.ControlPlane.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
+	apiExtensionsServer, err := c.ApiExtensions.New(genericapiserver.NewEmptyDelegateWithCustomHandler(notFoundHandler))
+	if err != nil {
+		return nil, err
+	}
+	crdAPIEnabled := c.ApiExtensions.GenericConfig.MergedResourceConfig.ResourceEnabled(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+
+	kubeAPIServer, err := c.KubeAPIs.New(apiExtensionsServer.GenericAPIServer)
+	if err != nil {
+		return nil, err
+	}
+	var delegate genericapiserver.DelegationTarget = kubeAPIServer.ControlPlane.GenericAPIServer
+	if pspConfig != nil {
+		s, err := policyserver.New(pspConfig, c.KubeAPIs.ControlPlane.VersionedInformers, delegate)
+		if err != nil {
+			return nil, err
+		}
+		delegate = s
+	}
+	return controlplaneapiserver.CreateAggregatorServer(c.Aggregator, delegate, apiExtensionsServer.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled, apiVersionPriorities)
+}
