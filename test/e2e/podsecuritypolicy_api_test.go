@@ -485,8 +485,9 @@ func TestPodSecurityPolicyAPI(t *testing.T) {
 }
 
 // TestPodSecurityPolicyAPIOffByDefault: without --runtime-config (and
-// without the admission plugin) the API is not served and discovery is
-// upstream's; an explicit false is the same.
+// without the admission plugin) the API is not served and discovery, the
+// APIServices and kubectl api-resources are vanilla upstream's (our server
+// chain is composed by our command); an explicit false is the same.
 func TestPodSecurityPolicyAPIOffByDefault(t *testing.T) {
 	ctx := context.Background()
 	on, _ := startServer(t, "psp-on", pspRuntimeConfig)
@@ -509,9 +510,49 @@ func TestPodSecurityPolicyAPIOffByDefault(t *testing.T) {
 		}
 		return runBinary(t, "kubectl", "--kubeconfig", kubeconfig, "api-resources")
 	}
-	shared, withPSP := resources(server), resources(on)
+	vanilla, err := framework.StartAPIServer(framework.APIServerConfig{Binary: "kube-apiserver-upstream", Dir: filepath.Join(root, "psp-vanilla"), Etcd: etcd, PKI: pki})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := vanilla.Stop(os.Interrupt); err != nil {
+			t.Error(err)
+		}
+	}()
+	shared, withPSP, upstream := resources(server), resources(on), resources(vanilla)
 	if strings.Contains(shared, "podsecuritypolicies") {
 		t.Errorf("shared server lists podsecuritypolicies:\n%s", shared)
+	}
+	if shared != upstream {
+		t.Errorf("api-resources of the shared server differ from vanilla upstream's:\n%s", lineDiff(shared, upstream))
+	}
+	vanillaClient, err := vanilla.Client("e2e-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/apis", "/apis/policy", "/apis/policy/v1"} {
+		var ours, theirs any
+		getJSON(t, adminClient(t), path, &ours)
+		getJSON(t, vanillaClient, path, &theirs)
+		if !jsonEqual(ours, theirs) {
+			t.Errorf("%s differs from vanilla upstream's:\n ours %s\n upstream %s", path, mustJSON(ours), mustJSON(theirs))
+		}
+	}
+	apiServices := func(c kubernetes.Interface) []string {
+		var l struct {
+			Items []struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			} `json:"items"`
+		}
+		getJSON(t, c, "/apis/apiregistration.k8s.io/v1/apiservices", &l)
+		var names []string
+		for _, i := range l.Items {
+			names = append(names, i.Metadata.Name)
+		}
+		return names
+	}
+	if ours, theirs := apiServices(adminClient(t)), apiServices(vanillaClient); !slices.Equal(ours, theirs) {
+		t.Errorf("APIServices differ from vanilla upstream's:\n ours %v\n upstream %v", ours, theirs)
 	}
 	var lines []string
 	for _, l := range strings.Split(withPSP, "\n") {
