@@ -296,6 +296,12 @@ func TestPodSecurityPolicyAPI(t *testing.T) {
 		if !strings.HasPrefix(string(v), "k8s\x00") || !strings.Contains(string(v), "policy/v1beta1") || !strings.Contains(string(v), "PodSecurityPolicy") {
 			t.Errorf("stored value is not a policy/v1beta1 protobuf envelope: %q", v)
 		}
+		// Clients may ask for protobuf too.
+		body, err := kube.Discovery().RESTClient().Get().AbsPath("/apis/policy/v1beta1/podsecuritypolicies/stored").
+			SetHeader("Accept", "application/vnd.kubernetes.protobuf").DoRaw(ctx)
+		if err != nil || !strings.HasPrefix(string(body), "k8s\x00") {
+			t.Errorf("protobuf GET: %v %q", err, body)
+		}
 	})
 
 	t.Run("discovery", func(t *testing.T) {
@@ -598,6 +604,52 @@ func TestPodSecurityPolicyAPIServiceFollowsEnablement(t *testing.T) {
 		if err := s.Stop(os.Interrupt); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestPodSecurityPolicyAPIEncryptionAtRest: --encryption-provider-config
+// applies to podsecuritypolicies.policy, as to upstream's resources.
+func TestPodSecurityPolicyAPIEncryptionAtRest(t *testing.T) {
+	const name = "psp-encrypted"
+	config := filepath.Join(t.TempDir(), "encryption.yaml")
+	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	if err := os.WriteFile(config, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+- resources: [podsecuritypolicies.policy]
+  providers:
+  - aescbc:
+      keys:
+      - name: e2e
+        secret: `+key+`
+  - identity: {}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startServer(t, name, pspRuntimeConfig, "--encryption-provider-config="+config)
+	cfg, err := s.Config("e2e-admin", "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cfg).Resource(pspGVR)
+	ctx := context.Background()
+	if _, err := dyn.Create(ctx, pspObject("secret", minimalPSPSpec()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ec, err := etcd.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ec.Close()
+	resp, err := ec.Get(ctx, "/"+name+"/podsecuritypolicy/secret")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("etcd key: %v %v", err, resp)
+	}
+	if v := string(resp.Kvs[0].Value); !strings.HasPrefix(v, "k8s:enc:aescbc:v1:e2e:") {
+		t.Errorf("stored value is not encrypted: %q", v)
+	}
+	if got, err := dyn.Get(ctx, "secret", metav1.GetOptions{}); err != nil || got.GetName() != "secret" {
+		t.Errorf("get of the encrypted object: %v", err)
 	}
 }
 
