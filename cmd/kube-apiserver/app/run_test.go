@@ -1,6 +1,15 @@
 package app
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,5 +23,38 @@ func TestAPIVersionPrioritiesListPolicyV1beta1(t *testing.T) {
 	}
 	if _, ok := apiVersionPriorities[schema.GroupVersion{Group: "policy", Version: "v1beta1"}]; !ok {
 		t.Error("upstream's apiVersionPriorities lacks policy/v1beta1")
+	}
+}
+
+// run and createServerChain follow upstream's Run and CreateServerChain step
+// for step. This fails when upstream changes either function, so that a
+// Kubernetes bump revisits ours: check the change, then update the digest.
+func TestUpstreamRunUnchanged(t *testing.T) {
+	const want = "3848b43c9b5c61477047c631db49e44de80ca86732b194a5cfa19ccea4121094"
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(strings.TrimSpace(string(dir)), "cmd/kube-apiserver/app/server.go")
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	found := 0
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && (fn.Name.Name == "Run" || fn.Name.Name == "CreateServerChain") {
+			if err := format.Node(h, fset, fn); err != nil {
+				t.Fatal(err)
+			}
+			found++
+		}
+	}
+	if found != 2 {
+		t.Fatalf("%s: found %d of Run and CreateServerChain", file, found)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		t.Errorf("upstream's Run or CreateServerChain changed (digest %s, want %s): bring run and createServerChain in line, then update the digest", got, want)
 	}
 }
