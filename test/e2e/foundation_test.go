@@ -278,6 +278,23 @@ func TestKubectlGetNamespaces(t *testing.T) {
 // runBinary runs a built binary to completion and returns its stdout.
 func runBinary(t *testing.T, name string, args ...string) string {
 	t.Helper()
+	stdout, stderr, err := execBinary(t, name, args...)
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, stderr)
+	}
+	return stdout
+}
+
+// runBinaryAllowFail is runBinary for commands whose non-zero exit is an
+// answer (kubectl auth can-i says "no" with status 1).
+func runBinaryAllowFail(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	stdout, _, _ := execBinary(t, name, args...)
+	return stdout
+}
+
+func execBinary(t *testing.T, name string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	bin, err := framework.Binary(name)
 	if err != nil {
 		t.Fatal(err)
@@ -285,13 +302,11 @@ func runBinary(t *testing.T, name string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.Env = append(os.Environ(), "COLUMNS=0")
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", name, args, err, stderr.String())
-	}
-	return stdout.String()
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
 }
 
 // lineDiff shows the lines of a that b lacks and the other way round.

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
@@ -38,28 +35,6 @@ const (
 	pspDeprecation   = "policy/v1beta1 PodSecurityPolicy is deprecated in v1.21+, unavailable in v1.25+"
 	pspTestdata      = "testdata/podsecuritypolicy"
 )
-
-// warningRecorder keeps the 299 warnings a client received.
-type warningRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warningRecorder) HandleWarningHeader(code int, agent, msg string) {
-	if code == 299 {
-		w.mu.Lock()
-		w.msgs = append(w.msgs, msg)
-		w.mu.Unlock()
-	}
-}
-
-func (w *warningRecorder) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.msgs
-	w.msgs = nil
-	return m
-}
 
 func pspObject(name string, spec map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
@@ -98,7 +73,7 @@ func TestPodSecurityPolicyAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	warnings := &warningRecorder{}
+	warnings := &policyWarnings{}
 	cfg.WarningHandler = warnings
 	dyn := dynamic.NewForConfigOrDie(cfg).Resource(pspGVR)
 	ctx := context.Background()
@@ -171,13 +146,13 @@ func TestPodSecurityPolicyAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		warnings.take()
+		warnings.take(t, "")
 
 		created, err := dyn.Create(ctx, pspObject("verbs", minimalPSPSpec()), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := warnings.take(); !slices.Contains(got, pspDeprecation) {
+		if got := warnings.take(t, ""); !slices.Contains(got, pspDeprecation) {
 			t.Errorf("create: 299 warnings %q lack %q", got, pspDeprecation)
 		}
 		if v, _, _ := unstructured.NestedBool(created.Object, "spec", "allowPrivilegeEscalation"); !v {
@@ -242,12 +217,12 @@ func TestPodSecurityPolicyAPI(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		warnings.take()
+		warnings.take(t, "")
 		list, err := dyn.List(ctx, metav1.ListOptions{LabelSelector: "e2e=psp"})
 		if err != nil || len(list.Items) != 3 {
 			t.Fatalf("list: %v, %d items", err, len(list.Items))
 		}
-		if got := warnings.take(); !slices.Equal(got, []string{pspDeprecation}) {
+		if got := warnings.take(t, ""); !slices.Equal(got, []string{pspDeprecation}) {
 			t.Errorf("list: 299 warnings %q, want exactly %q", got, pspDeprecation)
 		}
 		if err := dyn.Delete(ctx, "verbs", metav1.DeleteOptions{}); err != nil {
@@ -711,21 +686,3 @@ func jsonEqual(a, b any) bool {
 	}
 	return mustJSON(x) == mustJSON(y)
 }
-
-// runBinaryAllowFail is runBinary for commands whose non-zero exit is an
-// answer (kubectl auth can-i says "no" with status 1).
-func runBinaryAllowFail(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	bin, err := framework.Binary(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "COLUMNS=0")
-	out, _ := cmd.Output()
-	return string(out)
-}
-
-var _ rest.WarningHandler = &warningRecorder{}
