@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 	"github.com/turnstile-k8s/turnstile/test/fixtures"
@@ -89,6 +90,7 @@ func eventStep(ctx context.Context, c kubernetes.Interface, ns string, client, s
 type server struct {
 	etcd      *framework.Etcd
 	apiserver *framework.APIServer
+	config    *rest.Config // the load's: system:masters, protobuf, no throttling
 	client    kubernetes.Interface
 }
 
@@ -115,6 +117,7 @@ func startServer(dir string, pki *framework.PKI, binary string, args []string) (
 	// server is what is measured.
 	config.QPS, config.Burst = -1, 0
 	config.ContentType = "application/vnd.kubernetes.protobuf"
+	s.config = config
 	s.client, err = kubernetes.NewForConfig(config)
 	if err != nil {
 		s.stop()

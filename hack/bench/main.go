@@ -34,17 +34,22 @@ type configuration struct {
 	Name, Description   string
 	Turnstile, Upstream []string
 	TurnstileBinary     string // empty: our kube-apiserver
+	// TurnstileSetup, when set, creates what the Turnstile side's plugins
+	// need (objects of APIs that upstream does not serve) once, before the
+	// warm-up.
+	TurnstileSetup func(context.Context, *server) error
 }
 
 // allDocumented is every documented controller that can run together. Left
 // out: AlwaysDeny (denies everything), NamespaceAutoProvision (conflicts
 // with NamespaceExists) and ImagePolicyWebhook (needs an image-policy
-// backend). Upstream's default set is on in both.
+// backend). Upstream's default set is on in both. PodSecurityPolicy runs
+// with the policy set of podsecuritypolicy.go.
 var allDocumented = []string{
 	"AlwaysAdmit", "AlwaysPullImages", "DenyServiceExternalIPs", "EventRateLimit", "ExtendedResourceToleration",
 	"LimitPodHardAntiAffinityTopology", "NamespaceExists", "NodeRestriction", "OwnerReferencesPermissionEnforcement",
 	"PodNodeSelector", "PodTolerationRestriction",
-	"SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged", "PersistentVolumeLabel",
+	"SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged", "PersistentVolumeLabel", "PodSecurityPolicy",
 }
 
 func configurations(admissionConfig string) []configuration {
@@ -65,6 +70,7 @@ func configurations(admissionConfig string) []configuration {
 				"--enable-admission-plugins=" + strings.Join(allDocumented, ","),
 				"--admission-control-config-file=" + admissionConfig,
 			},
+			TurnstileSetup: setupPodSecurityPolicies,
 		},
 	}
 }
@@ -174,13 +180,18 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 		return result{}, err
 	}
 	defer t.stop()
+	ctx := context.Background()
+	if c.TurnstileSetup != nil {
+		if err := c.TurnstileSetup(ctx, t); err != nil {
+			return result{}, fmt.Errorf("setup: %w", err)
+		}
+	}
 	u, err := startServer(filepath.Join(dir, "upstream"), pki, "kube-apiserver-upstream", c.Upstream)
 	if err != nil {
 		return result{}, err
 	}
 	defer u.stop()
 
-	ctx := context.Background()
 	for _, srv := range []*server{t, u} {
 		if _, err := srv.load(ctx, s, o.concurrency, o.warmup, "warmup"); err != nil {
 			return result{}, err

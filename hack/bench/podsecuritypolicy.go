@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
+	pspclient "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned"
+	"github.com/turnstile-k8s/turnstile/test/fixtures"
+)
+
+// The PodSecurityPolicy set of the all-documented configuration: what a
+// multi-tenant cluster of the PodSecurityPolicy era ran. It has the three
+// policies of the Kubernetes documentation (privileged, baseline and
+// restricted), granted as the documentation grants them, and one policy per
+// team, granted to that team's service accounts in its namespace: 43
+// policies, each with the RBAC `use` grant that makes it available.
+//
+// The load creates pods as a system:masters user, who may use every
+// policy. The plugin tries policies in name order and takes the first that
+// admits the pod unchanged, else the first that admits it by mutating it.
+// Every policy but privileged mutates the bench pod (they set a default
+// seccomp or AppArmor profile, user and group IDs, or a runtime class), so
+// each pod create goes through the 27 policies whose names sort before
+// privileged before privileged admits it as it is.
+
+// pspAnnotation is where the plugin records the policy that admitted a pod.
+const pspAnnotation = "kubernetes.io/psp"
+
+// team is one tenant: a namespace and a policy of its own.
+type team struct {
+	name string
+	// tweak adapts the team's restricted policy to its workloads; nil keeps it.
+	tweak func(*policyv1beta1.PodSecurityPolicySpec)
+	// baseline also grants the documentation's baseline policy to the
+	// team's service accounts (workloads not yet moved to their own policy).
+	baseline bool
+}
+
+var teams = []team{
+	{name: "analytics"},
+	{name: "api-gateway", tweak: lowPorts},
+	{name: "auth", tweak: readOnlyRoot},
+	{name: "billing", tweak: readOnlyRoot},
+	{name: "catalog"},
+	{name: "checkout"},
+	{name: "ci-runners", tweak: runtimeClass("gvisor")},
+	{name: "data-platform", tweak: csiDrivers("ebs.csi.aws.com", "efs.csi.aws.com")},
+	{name: "dns", tweak: hostPorts(53, 53)},
+	{name: "edge", tweak: hostNetwork(80, 443)},
+	{name: "etl", tweak: csiDrivers("ebs.csi.aws.com")},
+	{name: "fraud"},
+	{name: "frontend", tweak: lowPorts},
+	{name: "identity", tweak: readOnlyRoot},
+	{name: "ingest", tweak: csiDrivers("ebs.csi.aws.com")},
+	{name: "inventory"},
+	{name: "kafka", tweak: unsafeSysctls("net.core.somaxconn")},
+	{name: "logging", tweak: nodeAgent(policyv1beta1.AllowedHostPath{PathPrefix: "/var/log", ReadOnly: true})},
+	{name: "ml-training", tweak: runtimeClass("nvidia")},
+	{name: "mobile-backend"},
+	{name: "monitoring", tweak: nodeExporter},
+	{name: "notifications"},
+	{name: "orders"},
+	{name: "payments", tweak: readOnlyRoot},
+	{name: "platform", tweak: lowPorts},
+	{name: "pricing"},
+	{name: "recommendations"},
+	{name: "reporting", baseline: true},
+	{name: "search", tweak: csiDrivers("ebs.csi.aws.com")},
+	{name: "security", tweak: nodeAgent(policyv1beta1.AllowedHostPath{PathPrefix: "/proc", ReadOnly: true}, policyv1beta1.AllowedHostPath{PathPrefix: "/etc", ReadOnly: true})},
+	{name: "shipping"},
+	{name: "storage", tweak: csiDrivers("ebs.csi.aws.com", "efs.csi.aws.com", "secrets-store.csi.k8s.io")},
+	{name: "streaming", tweak: unsafeSysctls("net.core.somaxconn")},
+	{name: "support", baseline: true},
+	{name: "tracing"},
+	{name: "video", baseline: true},
+	{name: "warehouse", baseline: true},
+	{name: "web", tweak: lowPorts},
+	{name: "workflows", baseline: true},
+	{name: "zookeeper", tweak: readOnlyRoot},
+}
+
+// psp is a PodSecurityPolicy with the seccomp and AppArmor annotations.
+func psp(name string, annotations map[string]string, spec policyv1beta1.PodSecurityPolicySpec) *policyv1beta1.PodSecurityPolicy {
+	return &policyv1beta1.PodSecurityPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}, Spec: spec}
+}
+
+// privilegedPolicy allows everything, as the documentation's privileged
+// example does.
+func privilegedPolicy() *policyv1beta1.PodSecurityPolicy {
+	return psp("privileged", map[string]string{policy.SeccompAllowedProfilesAnnotationKey: policy.SeccompAllowAny}, policyv1beta1.PodSecurityPolicySpec{
+		Privileged:               true,
+		AllowPrivilegeEscalation: ptr.To(true),
+		AllowedCapabilities:      []corev1.Capability{policyv1beta1.AllowAllCapabilities},
+		Volumes:                  []policyv1beta1.FSType{policyv1beta1.All},
+		HostNetwork:              true,
+		HostPorts:                []policyv1beta1.HostPortRange{{Min: 0, Max: 65535}},
+		HostIPC:                  true,
+		HostPID:                  true,
+		RunAsUser:                policyv1beta1.RunAsUserStrategyOptions{Rule: policyv1beta1.RunAsUserStrategyRunAsAny},
+		SELinux:                  policyv1beta1.SELinuxStrategyOptions{Rule: policyv1beta1.SELinuxStrategyRunAsAny},
+		SupplementalGroups:       policyv1beta1.SupplementalGroupsStrategyOptions{Rule: policyv1beta1.SupplementalGroupsStrategyRunAsAny},
+		FSGroup:                  policyv1beta1.FSGroupStrategyOptions{Rule: policyv1beta1.FSGroupStrategyRunAsAny},
+	})
+}
+
+// baselinePolicy is the documentation's baseline: no privilege, no host
+// namespaces or host paths, the container runtime's default capabilities
+// minus NET_RAW, the runtime's default AppArmor profile, any user.
+func baselinePolicy() *policyv1beta1.PodSecurityPolicy {
+	return psp("baseline", map[string]string{
+		policy.AppArmorAllowedProfilesAnnotationKey: "runtime/default",
+		policy.AppArmorDefaultProfileAnnotationKey:  "runtime/default",
+		policy.SeccompAllowedProfilesAnnotationKey:  policy.SeccompAllowAny,
+	}, policyv1beta1.PodSecurityPolicySpec{
+		AllowedCapabilities: []corev1.Capability{
+			"CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "SETGID", "SETUID",
+			"SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE",
+		},
+		Volumes: []policyv1beta1.FSType{
+			policyv1beta1.ConfigMap, policyv1beta1.EmptyDir, policyv1beta1.Projected, policyv1beta1.Secret,
+			policyv1beta1.DownwardAPI, policyv1beta1.CSI, policyv1beta1.PersistentVolumeClaim, policyv1beta1.Ephemeral,
+			policyv1beta1.AWSElasticBlockStore, policyv1beta1.AzureDisk, policyv1beta1.AzureFile, policyv1beta1.CephFS,
+			policyv1beta1.Cinder, policyv1beta1.FC, policyv1beta1.FlexVolume, policyv1beta1.Flocker,
+			policyv1beta1.GCEPersistentDisk, policyv1beta1.GitRepo, policyv1beta1.Glusterfs, policyv1beta1.ISCSI,
+			policyv1beta1.NFS, policyv1beta1.PhotonPersistentDisk, policyv1beta1.PortworxVolume, policyv1beta1.Quobyte,
+			policyv1beta1.RBD, policyv1beta1.ScaleIO, policyv1beta1.StorageOS, policyv1beta1.VsphereVolume,
+		},
+		RunAsUser:          policyv1beta1.RunAsUserStrategyOptions{Rule: policyv1beta1.RunAsUserStrategyRunAsAny},
+		SELinux:            policyv1beta1.SELinuxStrategyOptions{Rule: policyv1beta1.SELinuxStrategyRunAsAny},
+		SupplementalGroups: policyv1beta1.SupplementalGroupsStrategyOptions{Rule: policyv1beta1.SupplementalGroupsStrategyRunAsAny},
+		FSGroup:            policyv1beta1.FSGroupStrategyOptions{Rule: policyv1beta1.FSGroupStrategyRunAsAny},
+	})
+}
+
+// restrictedAnnotations default and allow only the runtime's seccomp and
+// AppArmor profiles.
+func restrictedAnnotations() map[string]string {
+	return map[string]string{
+		policy.SeccompAllowedProfilesAnnotationKey:  "docker/default,runtime/default",
+		policy.SeccompDefaultProfileAnnotationKey:   "runtime/default",
+		policy.AppArmorAllowedProfilesAnnotationKey: "runtime/default",
+		policy.AppArmorDefaultProfileAnnotationKey:  "runtime/default",
+	}
+}
+
+// restrictedSpec is the documentation's restricted policy: non-root, no
+// privilege escalation, every capability dropped, group IDs assigned, only
+// the volume types a workload needs.
+func restrictedSpec() policyv1beta1.PodSecurityPolicySpec {
+	groups := []policyv1beta1.IDRange{{Min: 1, Max: 65535}}
+	return policyv1beta1.PodSecurityPolicySpec{
+		AllowPrivilegeEscalation: ptr.To(false),
+		RequiredDropCapabilities: []corev1.Capability{"ALL"},
+		Volumes: []policyv1beta1.FSType{
+			policyv1beta1.ConfigMap, policyv1beta1.EmptyDir, policyv1beta1.Projected, policyv1beta1.Secret,
+			policyv1beta1.DownwardAPI, policyv1beta1.CSI, policyv1beta1.PersistentVolumeClaim, policyv1beta1.Ephemeral,
+		},
+		RunAsUser:          policyv1beta1.RunAsUserStrategyOptions{Rule: policyv1beta1.RunAsUserStrategyMustRunAsNonRoot},
+		SELinux:            policyv1beta1.SELinuxStrategyOptions{Rule: policyv1beta1.SELinuxStrategyRunAsAny},
+		SupplementalGroups: policyv1beta1.SupplementalGroupsStrategyOptions{Rule: policyv1beta1.SupplementalGroupsStrategyMustRunAs, Ranges: groups},
+		FSGroup:            policyv1beta1.FSGroupStrategyOptions{Rule: policyv1beta1.FSGroupStrategyMustRunAs, Ranges: groups},
+	}
+}
+
+// teamPolicy is restricted with the team's own range of 1,000 user and
+// group IDs, so that tenants do not share file ownership, then the team's
+// tweak.
+func teamPolicy(i int, t team) *policyv1beta1.PodSecurityPolicy {
+	spec := restrictedSpec()
+	base := int64(100000 + 1000*i)
+	ids := []policyv1beta1.IDRange{{Min: base, Max: base + 999}}
+	spec.RunAsUser = policyv1beta1.RunAsUserStrategyOptions{Rule: policyv1beta1.RunAsUserStrategyMustRunAs, Ranges: ids}
+	spec.RunAsGroup = &policyv1beta1.RunAsGroupStrategyOptions{Rule: policyv1beta1.RunAsGroupStrategyMustRunAs, Ranges: ids}
+	spec.SupplementalGroups.Ranges = ids
+	spec.FSGroup.Ranges = ids
+	if t.tweak != nil {
+		t.tweak(&spec)
+	}
+	return psp(t.name, restrictedAnnotations(), spec)
+}
+
+// The teams' tweaks.
+
+func readOnlyRoot(s *policyv1beta1.PodSecurityPolicySpec) { s.ReadOnlyRootFilesystem = true }
+
+func lowPorts(s *policyv1beta1.PodSecurityPolicySpec) {
+	s.AllowedCapabilities = []corev1.Capability{"NET_BIND_SERVICE"}
+}
+
+func hostPorts(lo, hi int32) func(*policyv1beta1.PodSecurityPolicySpec) {
+	return func(s *policyv1beta1.PodSecurityPolicySpec) {
+		lowPorts(s)
+		s.HostPorts = append(s.HostPorts, policyv1beta1.HostPortRange{Min: lo, Max: hi})
+	}
+}
+
+func hostNetwork(ports ...int32) func(*policyv1beta1.PodSecurityPolicySpec) {
+	return func(s *policyv1beta1.PodSecurityPolicySpec) {
+		lowPorts(s)
+		s.HostNetwork = true
+		for _, p := range ports {
+			s.HostPorts = append(s.HostPorts, policyv1beta1.HostPortRange{Min: p, Max: p})
+		}
+	}
+}
+
+func runtimeClass(name string) func(*policyv1beta1.PodSecurityPolicySpec) {
+	return func(s *policyv1beta1.PodSecurityPolicySpec) {
+		s.RuntimeClass = &policyv1beta1.RuntimeClassStrategyOptions{AllowedRuntimeClassNames: []string{name}, DefaultRuntimeClassName: ptr.To(name)}
+	}
+}
+
+func csiDrivers(names ...string) func(*policyv1beta1.PodSecurityPolicySpec) {
+	return func(s *policyv1beta1.PodSecurityPolicySpec) {
+		for _, n := range names {
+			s.AllowedCSIDrivers = append(s.AllowedCSIDrivers, policyv1beta1.AllowedCSIDriver{Name: n})
+		}
+	}
+}
+
+func unsafeSysctls(names ...string) func(*policyv1beta1.PodSecurityPolicySpec) {
+	return func(s *policyv1beta1.PodSecurityPolicySpec) { s.AllowedUnsafeSysctls = names }
+}
+
+// nodeAgent is a per-node daemon that reads host files: any user, read-only
+// host paths under the given prefixes.
+func nodeAgent(paths ...policyv1beta1.AllowedHostPath) func(*policyv1beta1.PodSecurityPolicySpec) {
+	return func(s *policyv1beta1.PodSecurityPolicySpec) {
+		s.RunAsUser = policyv1beta1.RunAsUserStrategyOptions{Rule: policyv1beta1.RunAsUserStrategyRunAsAny}
+		s.RunAsGroup = nil
+		s.Volumes = append(s.Volumes, policyv1beta1.HostPath)
+		s.AllowedHostPaths = paths
+	}
+}
+
+// nodeExporter is the monitoring agent: host network and PID namespace, its
+// metrics port, read-only /proc and /sys.
+func nodeExporter(s *policyv1beta1.PodSecurityPolicySpec) {
+	nodeAgent(policyv1beta1.AllowedHostPath{PathPrefix: "/proc", ReadOnly: true}, policyv1beta1.AllowedHostPath{PathPrefix: "/sys", ReadOnly: true})(s)
+	s.HostNetwork, s.HostPID = true, true
+	s.HostPorts = []policyv1beta1.HostPortRange{{Min: 9100, Max: 9100}}
+}
+
+// useRule grants `use` of the named policies.
+func useRule(names ...string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, ResourceNames: names, Verbs: []string{"use"}}}
+}
+
+func groups(names ...string) []rbacv1.Subject {
+	var out []rbacv1.Subject
+	for _, n := range names {
+		out = append(out, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: n})
+	}
+	return out
+}
+
+// created drops the object a Create returns.
+func created[T any](_ T, err error) error { return err }
+
+// step is one object to create.
+type step struct {
+	what   string
+	create func() error
+}
+
+func runSteps(steps []step) error {
+	for _, s := range steps {
+		if err := s.create(); err != nil {
+			return fmt.Errorf("create %s: %w", s.what, err)
+		}
+	}
+	return nil
+}
+
+// setupPodSecurityPolicies creates the policy set and its grants on s, then
+// waits until the plugin admits the bench pod as expected.
+func setupPodSecurityPolicies(ctx context.Context, s *server) error {
+	c, rbac := s.client, s.client.RbacV1()
+	// Every PodSecurityPolicy request gets the API's deprecation warning.
+	quiet := rest.CopyConfig(s.config)
+	quiet.WarningHandler = rest.NoWarnings{}
+	psps, err := pspclient.NewForConfig(quiet)
+	if err != nil {
+		return err
+	}
+	policies := psps.PolicyV1beta1().PodSecurityPolicies()
+	opts := metav1.CreateOptions{}
+	roleRef := func(kind, name string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name}
+	}
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+	// The documentation's grants: privileged for kube-system's service
+	// accounts and for the nodes, restricted for every authenticated user.
+	var steps []step
+	for _, name := range []string{"privileged", "baseline", "restricted"} {
+		steps = append(steps, step{"ClusterRole psp:" + name, func() error {
+			return created(rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta("psp:" + name), Rules: useRule(name)}, opts))
+		}})
+	}
+	steps = append(steps,
+		step{"ClusterRoleBinding psp:nodes", func() error {
+			return created(rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: meta("psp:nodes"), RoleRef: roleRef("ClusterRole", "psp:privileged"), Subjects: groups("system:nodes"),
+			}, opts))
+		}},
+		step{"ClusterRoleBinding psp:restricted", func() error {
+			return created(rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: meta("psp:restricted"), RoleRef: roleRef("ClusterRole", "psp:restricted"), Subjects: groups("system:authenticated"),
+			}, opts))
+		}},
+		step{"RoleBinding kube-system/psp:privileged", func() error {
+			return created(rbac.RoleBindings("kube-system").Create(ctx, &rbacv1.RoleBinding{
+				ObjectMeta: meta("psp:privileged"), RoleRef: roleRef("ClusterRole", "psp:privileged"), Subjects: groups("system:serviceaccounts:kube-system"),
+			}, opts))
+		}},
+	)
+
+	// Each team: its namespace and default service account, its deployers
+	// with the edit role, its own policy for its service accounts, and for
+	// some baseline as well.
+	for i, t := range teams {
+		ns := t.name
+		steps = append(steps,
+			step{ns + " Namespace", func() error {
+				return created(c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: meta(ns)}, opts))
+			}},
+			step{ns + " ServiceAccount", func() error {
+				return created(c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta("default")}, opts))
+			}},
+			step{ns + " RoleBinding deployers", func() error {
+				return created(rbac.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+					ObjectMeta: meta("deployers"), RoleRef: roleRef("ClusterRole", "edit"), Subjects: groups(ns + ":deployers"),
+				}, opts))
+			}},
+			step{ns + " Role psp", func() error {
+				return created(rbac.Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: meta("psp:" + ns), Rules: useRule(ns)}, opts))
+			}},
+			step{ns + " RoleBinding psp", func() error {
+				return created(rbac.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+					ObjectMeta: meta("psp:" + ns), RoleRef: roleRef("Role", "psp:"+ns), Subjects: groups("system:serviceaccounts:" + ns),
+				}, opts))
+			}},
+			step{ns + " PodSecurityPolicy", func() error { return created(policies.Create(ctx, teamPolicy(i, t), opts)) }},
+		)
+		if t.baseline {
+			steps = append(steps, step{ns + " RoleBinding psp:baseline", func() error {
+				return created(rbac.RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+					ObjectMeta: meta("psp:baseline"), RoleRef: roleRef("ClusterRole", "psp:baseline"), Subjects: groups("system:serviceaccounts:" + ns),
+				}, opts))
+			}})
+		}
+	}
+	// privileged last: once the plugin admits a pod with it, its informer
+	// has seen every policy created before it.
+	for _, p := range []*policyv1beta1.PodSecurityPolicy{baselinePolicy(), psp("restricted", restrictedAnnotations(), restrictedSpec()), privilegedPolicy()} {
+		steps = append(steps, step{"PodSecurityPolicy " + p.Name, func() error { return created(policies.Create(ctx, p, opts)) }})
+	}
+	if err := runSteps(steps); err != nil {
+		return err
+	}
+
+	// The load's pod, sent as the load sends it (system:masters), must be
+	// admitted unchanged by privileged; sent by a team's deployer for the
+	// team's service account, it must get the team's own policy.
+	first := teams[0].name
+	deployer, err := s.apiserver.Client("ci", first+":deployers")
+	if err != nil {
+		return err
+	}
+	probes := []struct {
+		who    string
+		client kubernetes.Interface
+		want   string
+	}{{"system:masters", c, "privileged"}, {first + ":deployers", deployer, first}}
+	for _, p := range probes {
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			pod, err := p.client.CoreV1().Pods(first).Create(ctx, fixtures.Pod("psp-probe", ""), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			switch {
+			case ctx.Err() != nil:
+				return false, nil
+			case err != nil:
+				last = err.Error()
+				return false, nil
+			}
+			last = fmt.Sprintf("admitted with %s=%q", pspAnnotation, pod.Annotations[pspAnnotation])
+			return pod.Annotations[pspAnnotation] == p.want, nil
+		})
+		if err != nil {
+			return fmt.Errorf("bench pod created by %s in %s: want it admitted by PodSecurityPolicy %s; last: %s", p.who, first, p.want, last)
+		}
+	}
+	return nil
+}
