@@ -12,6 +12,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel"
 )
@@ -29,6 +30,7 @@ var registrations = []func(*admission.Plugins){
 	securitycontextdeny.Register,
 	exec.Register,
 	persistentvolumelabel.Register,
+	podsecuritypolicy.Register,
 }
 
 // placements is where each of our plugins runs, and so also the list of the
@@ -38,6 +40,7 @@ var placements = []Placement{
 	{Name: exec.DenyEscalatingExec, After: "PodTolerationRestriction"},
 	{Name: exec.DenyExecOnPrivileged, After: "PodTolerationRestriction"},
 	{Name: persistentvolumelabel.PluginName, After: "ExtendedResourceToleration"},
+	{Name: podsecuritypolicy.PluginName, After: "PodSecurity"},
 }
 
 // lastPlugins must end the chain: upstream runs webhooks, policies, quota and

@@ -1,0 +1,125 @@
+// Package apparmor holds a PodSecurityPolicy's AppArmor rules, given by the
+// policy's annotations. Profiles are compared in the annotation form
+// (runtime/default, unconfined, localhost/<name>). Since v1.30 the profile
+// is a securityContext.appArmorProfile field, so a container's effective
+// profile is its field, else its deprecated annotation, else the pod's field.
+package apparmor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+)
+
+// Strategy defaults and checks AppArmor profiles.
+type Strategy struct {
+	defaultProfile *api.AppArmorProfile
+	allowed        []string // nil: any profile, or none
+	allowedRaw     string
+}
+
+// New builds the strategy from the policy's annotations. A default that no
+// appArmorProfile field can express is an error (the API refuses it, so
+// only old stored data can carry one).
+func New(annotations map[string]string) (*Strategy, error) {
+	s := &Strategy{}
+	if name := annotations[policy.AppArmorDefaultProfileAnnotationKey]; name != "" {
+		p, err := fieldFor(name)
+		if err != nil {
+			return nil, err
+		}
+		s.defaultProfile = p
+	}
+	if raw, ok := annotations[policy.AppArmorAllowedProfilesAnnotationKey]; ok {
+		s.allowedRaw = raw
+		s.allowed = strings.Split(raw, ",")
+	}
+	return s, nil
+}
+
+// HasDefault reports whether DefaultProfile returns a profile.
+func (s *Strategy) HasDefault() bool {
+	return s.defaultProfile != nil
+}
+
+// DefaultProfile returns a fresh copy of the container-level profile that a
+// container with no effective profile gets, or nil.
+func (s *Strategy) DefaultProfile() *api.AppArmorProfile {
+	return s.defaultProfile.DeepCopy()
+}
+
+// Validate checks a container's effective profile ("" for none) at path.
+// Without an allowed list any profile, or none, is allowed.
+func (s *Strategy) Validate(path *field.Path, profile string) field.ErrorList {
+	switch {
+	case s.allowed == nil:
+		return nil
+	case profile == "":
+		return field.ErrorList{field.Forbidden(path, "AppArmor profile must be set")}
+	case !slices.Contains(s.allowed, profile):
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("%s is not an allowed profile. Allowed values: %q", profile, s.allowedRaw))}
+	}
+	return nil
+}
+
+// ContainerProfile is a container's effective profile.
+func ContainerProfile(pod *api.Pod, name string, sc *api.SecurityContext) string {
+	if sc != nil && sc.AppArmorProfile != nil {
+		return nameFor(sc.AppArmorProfile)
+	}
+	if len(pod.Annotations) > 0 {
+		if p := pod.Annotations[api.DeprecatedAppArmorAnnotationKeyPrefix+name]; p != "" {
+			return p
+		}
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil && psc.AppArmorProfile != nil {
+		return nameFor(psc.AppArmorProfile)
+	}
+	return ""
+}
+
+// ContainerHasProfile reports whether ContainerProfile is not empty,
+// without building the name.
+func ContainerHasProfile(pod *api.Pod, name string, sc *api.SecurityContext) bool {
+	if sc != nil && sc.AppArmorProfile != nil {
+		return true
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil && psc.AppArmorProfile != nil {
+		return true
+	}
+	return len(pod.Annotations) > 0 && pod.Annotations[api.DeprecatedAppArmorAnnotationKeyPrefix+name] != ""
+}
+
+// nameFor writes a field in the annotation form.
+func nameFor(p *api.AppArmorProfile) string {
+	switch p.Type {
+	case api.AppArmorProfileTypeRuntimeDefault:
+		return api.DeprecatedAppArmorAnnotationValueRuntimeDefault
+	case api.AppArmorProfileTypeUnconfined:
+		return api.DeprecatedAppArmorAnnotationValueUnconfined
+	case api.AppArmorProfileTypeLocalhost:
+		if p.LocalhostProfile != nil {
+			return api.DeprecatedAppArmorAnnotationValueLocalhostPrefix + *p.LocalhostProfile
+		}
+	}
+	return ""
+}
+
+// fieldFor turns an annotation-form name into the field.
+func fieldFor(name string) (*api.AppArmorProfile, error) {
+	switch {
+	case name == api.DeprecatedAppArmorAnnotationValueRuntimeDefault:
+		return &api.AppArmorProfile{Type: api.AppArmorProfileTypeRuntimeDefault}, nil
+	case name == api.DeprecatedAppArmorAnnotationValueUnconfined:
+		return &api.AppArmorProfile{Type: api.AppArmorProfileTypeUnconfined}, nil
+	case strings.HasPrefix(name, api.DeprecatedAppArmorAnnotationValueLocalhostPrefix) && len(name) > len(api.DeprecatedAppArmorAnnotationValueLocalhostPrefix):
+		p := strings.TrimPrefix(name, api.DeprecatedAppArmorAnnotationValueLocalhostPrefix)
+		return &api.AppArmorProfile{Type: api.AppArmorProfileTypeLocalhost, LocalhostProfile: &p}, nil
+	}
+	return nil, fmt.Errorf("annotation %s: %q is not an AppArmor profile a pod field can name", policy.AppArmorDefaultProfileAnnotationKey, name)
+}

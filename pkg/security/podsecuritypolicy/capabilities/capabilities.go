@@ -1,0 +1,100 @@
+// Package capabilities holds a PodSecurityPolicy's capability rules:
+// capabilities added by default, capabilities every container must drop,
+// and those a container may add. Names are compared as exact strings, so
+// dropping ALL does not satisfy a required NET_RAW drop.
+package capabilities
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	api "k8s.io/kubernetes/pkg/apis/core"
+)
+
+// AllowAll in allowedCapabilities lets containers add any capability.
+const AllowAll api.Capability = "*"
+
+// Strategy defaults and checks a container's capabilities.
+type Strategy struct {
+	defaultAdd, requiredDrop, allowed []api.Capability
+	allowAll                          bool
+}
+
+// New builds the strategy from the policy's three lists.
+func New(defaultAdd, requiredDrop, allowed []api.Capability) *Strategy {
+	return &Strategy{
+		defaultAdd:   defaultAdd,
+		requiredDrop: requiredDrop,
+		allowed:      allowed,
+		allowAll:     slices.Contains(allowed, AllowAll),
+	}
+}
+
+// Generate returns the capabilities a container ends up with: add gets the
+// default additions the container does not drop, drop gets the required
+// drops. When neither list gains a name the container's value is returned
+// as it is (duplicates included) and changed is false; otherwise both lists
+// are sorted and de-duplicated.
+func (s *Strategy) Generate(caps *api.Capabilities) (result *api.Capabilities, changed bool) {
+	var add, drop []api.Capability
+	if caps != nil {
+		add, drop = caps.Add, caps.Drop
+	}
+	grows := false
+	for _, c := range s.defaultAdd {
+		if !slices.Contains(drop, c) && !slices.Contains(add, c) {
+			grows = true
+			break
+		}
+	}
+	for _, c := range s.requiredDrop {
+		if !grows && !slices.Contains(drop, c) {
+			grows = true
+		}
+	}
+	if !grows {
+		return caps, false
+	}
+	newAdd := slices.Clone(add)
+	for _, c := range s.defaultAdd {
+		if !slices.Contains(drop, c) {
+			newAdd = append(newAdd, c)
+		}
+	}
+	newDrop := append(slices.Clone(drop), s.requiredDrop...)
+	return &api.Capabilities{Add: sortedSet(newAdd), Drop: sortedSet(newDrop)}, true
+}
+
+// sortedSet sorts and de-duplicates, keeping nil for an empty list.
+func sortedSet(caps []api.Capability) []api.Capability {
+	if len(caps) == 0 {
+		return nil
+	}
+	slices.Sort(caps)
+	return slices.Compact(caps)
+}
+
+// Validate checks the capabilities of the securityContext at scPath.
+func (s *Strategy) Validate(scPath *field.Path, caps *api.Capabilities) field.ErrorList {
+	if caps == nil {
+		if len(s.defaultAdd) > 0 || len(s.requiredDrop) > 0 {
+			return field.ErrorList{field.Invalid(scPath.Child("capabilities"), caps, "required capabilities are not set on the securityContext")}
+		}
+		return nil
+	}
+	if s.allowAll {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, c := range caps.Add {
+		if !slices.Contains(s.defaultAdd, c) && !slices.Contains(s.allowed, c) {
+			errs = append(errs, field.Invalid(scPath.Child("capabilities", "add"), string(c), "capability may not be added"))
+		}
+	}
+	for _, c := range s.requiredDrop {
+		if !slices.Contains(caps.Drop, c) {
+			errs = append(errs, field.Invalid(scPath.Child("capabilities", "drop"), caps.Drop, string(c)+" is required to be dropped but was not found"))
+		}
+	}
+	return errs
+}

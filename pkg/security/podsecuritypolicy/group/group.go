@@ -1,0 +1,105 @@
+// Package group holds the MustRunAs, MayRunAs and RunAsAny strategies that
+// PodSecurityPolicy applies to runAsGroup, fsGroup and supplementalGroups,
+// and the ID range checks that the user strategy shares.
+package group
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+)
+
+// The rules, common to the three group fields.
+const (
+	MustRunAs = "MustRunAs"
+	MayRunAs  = "MayRunAs"
+	RunAsAny  = "RunAsAny"
+)
+
+// Strategy defaults and checks group IDs.
+type Strategy struct {
+	rule   string
+	ranges []policy.IDRange
+}
+
+// New builds the strategy for rule. MustRunAs and MayRunAs need a range;
+// the API accepts policies without one, and such a policy is skipped.
+func New(rule string, ranges []policy.IDRange) (*Strategy, error) {
+	switch rule {
+	case MustRunAs, MayRunAs:
+		if len(ranges) == 0 {
+			return nil, fmt.Errorf("ranges must be supplied for %s", rule)
+		}
+	case RunAsAny:
+	default:
+		return nil, fmt.Errorf("unrecognized group strategy type %q", rule)
+	}
+	return &Strategy{rule: rule, ranges: ranges}, nil
+}
+
+// Default is the group a pod that sets none gets: the first range's minimum
+// under MustRunAs, none otherwise.
+func (s *Strategy) Default() (int64, bool) {
+	if s.rule != MustRunAs {
+		return 0, false
+	}
+	return s.ranges[0].Min, true
+}
+
+// ValidateOne checks a single optional group ID (runAsGroup, fsGroup).
+func (s *Strategy) ValidateOne(path *field.Path, id *int64) field.ErrorList {
+	switch {
+	case s.rule == RunAsAny:
+		return nil
+	case id == nil:
+		if s.rule == MustRunAs {
+			return field.ErrorList{field.Invalid(path, []int64{}, "unable to validate empty groups against required ranges")}
+		}
+		return nil
+	case InRanges(s.ranges, *id):
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, []int64{*id}, fmt.Sprintf("group %d must be in the ranges: %s", *id, FormatRanges(s.ranges)))}
+}
+
+// ValidateList checks a list of group IDs (supplementalGroups).
+func (s *Strategy) ValidateList(path *field.Path, ids []int64) field.ErrorList {
+	if s.rule == RunAsAny {
+		return nil
+	}
+	if len(ids) == 0 {
+		if s.rule == MustRunAs {
+			return field.ErrorList{field.Invalid(path, ids, "unable to validate empty groups against required ranges")}
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	for _, id := range ids {
+		if !InRanges(s.ranges, id) {
+			errs = append(errs, field.Invalid(path, ids, fmt.Sprintf("group %d must be in the ranges: %s", id, FormatRanges(s.ranges))))
+		}
+	}
+	return errs
+}
+
+// InRanges reports whether id lies in one of the inclusive ranges.
+func InRanges(ranges []policy.IDRange, id int64) bool {
+	for _, r := range ranges {
+		if id >= r.Min && id <= r.Max {
+			return true
+		}
+	}
+	return false
+}
+
+// FormatRanges prints ranges as v1.24's messages did: [{1 1} {5 10}].
+func FormatRanges(ranges []policy.IDRange) string {
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = fmt.Sprintf("{%d %d}", r.Min, r.Max)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

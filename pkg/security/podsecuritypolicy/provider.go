@@ -1,0 +1,398 @@
+package podsecuritypolicy
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/utils/ptr"
+
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/apparmor"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/capabilities"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/group"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/runtimeclass"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/seccomp"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/selinux"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/sysctl"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/user"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/volumes"
+)
+
+// Provider applies one PodSecurityPolicy. It is built once per policy
+// version and is safe for concurrent use.
+type Provider struct {
+	name string
+	spec *policy.PodSecurityPolicySpec
+
+	user                        *user.Strategy
+	runAsGroup                  *group.Strategy // nil: any group
+	fsGroup, supplementalGroups *group.Strategy
+	seLinux                     *selinux.Strategy
+	seccomp                     *seccomp.Strategy
+	apparmor                    *apparmor.Strategy
+	capabilities                *capabilities.Strategy
+	sysctls                     *sysctl.Strategy
+	volumes                     *volumes.Strategy
+	runtimeClass                *runtimeclass.Strategy
+	procMounts                  []api.ProcMountType
+}
+
+// NewProvider builds the provider of psp. It fails for policies the API
+// accepts but that cannot be applied (a MustRunAs rule without ranges or
+// options); the admission plugin skips those.
+func NewProvider(psp *policy.PodSecurityPolicy) (*Provider, error) {
+	spec := &psp.Spec
+	p := &Provider{
+		name:         psp.Name,
+		spec:         spec,
+		capabilities: capabilities.New(spec.DefaultAddCapabilities, spec.RequiredDropCapabilities, spec.AllowedCapabilities),
+		sysctls:      sysctl.New(spec.AllowedUnsafeSysctls, spec.ForbiddenSysctls),
+		volumes:      volumes.New(spec),
+		runtimeClass: runtimeclass.New(spec.RuntimeClass),
+		procMounts:   spec.AllowedProcMountTypes,
+	}
+	if len(p.procMounts) == 0 {
+		p.procMounts = []api.ProcMountType{api.DefaultProcMount}
+	}
+	var err error
+	if p.user, err = user.New(spec.RunAsUser); err != nil {
+		return nil, err
+	}
+	if spec.RunAsGroup != nil {
+		if p.runAsGroup, err = group.New(string(spec.RunAsGroup.Rule), spec.RunAsGroup.Ranges); err != nil {
+			return nil, err
+		}
+	}
+	if p.fsGroup, err = group.New(string(spec.FSGroup.Rule), spec.FSGroup.Ranges); err != nil {
+		return nil, err
+	}
+	if p.supplementalGroups, err = group.New(string(spec.SupplementalGroups.Rule), spec.SupplementalGroups.Ranges); err != nil {
+		return nil, err
+	}
+	if p.seLinux, err = selinux.New(spec.SELinux); err != nil {
+		return nil, err
+	}
+	if p.seccomp, err = seccomp.New(psp.Annotations); err != nil {
+		return nil, err
+	}
+	if p.apparmor, err = apparmor.New(psp.Annotations); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Name is the policy's name.
+func (p *Provider) Name() string { return p.name }
+
+// Mutates reports whether MutatePod would change pod. It reads the pod and
+// allocates nothing, so that a request can skip the copy for every policy
+// that takes the pod as it is.
+func (p *Provider) Mutates(pod *api.Pod) bool {
+	return p.mutate(pod, false)
+}
+
+// MutatePod sets the defaults the policy gives to fields the pod leaves
+// unset, in v1.24's order. Windows pods get none of the Linux-only
+// defaults, since v1.36 refuses those fields on them.
+func (p *Provider) MutatePod(pod *api.Pod) {
+	p.mutate(pod, true)
+}
+
+// mutate walks the defaults in order. With write false it stops at the
+// first default that would apply and reports it; with write true it applies
+// them all. One walk serves both, so Mutates cannot disagree with MutatePod.
+func (p *Provider) mutate(pod *api.Pod, write bool) bool {
+	changed := false
+	linux := !isWindows(pod)
+	if linux {
+		if psc := pod.Spec.SecurityContext; psc == nil || psc.SupplementalGroups == nil {
+			if g, ok := p.supplementalGroups.Default(); ok {
+				if !write {
+					return true
+				}
+				podSC(pod).SupplementalGroups, changed = []int64{g}, true
+			}
+		}
+		if psc := pod.Spec.SecurityContext; psc == nil || psc.FSGroup == nil {
+			if g, ok := p.fsGroup.Default(); ok {
+				if !write {
+					return true
+				}
+				podSC(pod).FSGroup, changed = &g, true
+			}
+		}
+		if psc := pod.Spec.SecurityContext; (psc == nil || psc.SELinuxOptions == nil) && p.seLinux.HasDefault() {
+			if !write {
+				return true
+			}
+			podSC(pod).SELinuxOptions, changed = p.seLinux.Default(), true
+		}
+		if !seccomp.PodHasProfile(pod) && p.seccomp.HasDefault() {
+			if !write {
+				return true
+			}
+			podSC(pod).SeccompProfile, changed = p.seccomp.DefaultProfile(), true
+		}
+	}
+	if pod.Spec.RuntimeClassName == nil {
+		if rc := p.runtimeClass.Default(); rc != nil {
+			if !write {
+				return true
+			}
+			pod.Spec.RuntimeClassName, changed = rc, true
+		}
+	}
+	podutil.VisitContainers(&pod.Spec, podutil.AllContainers, func(c *api.Container, _ podutil.ContainerType) bool {
+		if p.mutateContainer(pod, c, linux, write) {
+			changed = true
+		}
+		return write || !changed
+	})
+	return changed
+}
+
+// mutateContainer is mutate for one container. runAsUser, runAsGroup,
+// runAsNonRoot and seLinuxOptions are judged by their effective value (the
+// container's, else the pod's).
+func (p *Provider) mutateContainer(pod *api.Pod, c *api.Container, linux, write bool) bool {
+	changed := false
+	psc := pod.Spec.SecurityContext
+	if linux {
+		if effective(c.SecurityContext, psc, runAsUser) == nil {
+			if uid, ok := p.user.Default(); ok {
+				if !write {
+					return true
+				}
+				containerSC(c).RunAsUser, changed = &uid, true
+			}
+		}
+		if p.runAsGroup != nil && effective(c.SecurityContext, psc, runAsGroup) == nil {
+			if gid, ok := p.runAsGroup.Default(); ok {
+				if !write {
+					return true
+				}
+				containerSC(c).RunAsGroup, changed = &gid, true
+			}
+		}
+		if effective(c.SecurityContext, psc, seLinuxOptions) == nil && p.seLinux.HasDefault() {
+			if !write {
+				return true
+			}
+			containerSC(c).SELinuxOptions, changed = p.seLinux.Default(), true
+		}
+		if p.apparmor.HasDefault() && !apparmor.ContainerHasProfile(pod, c.Name, c.SecurityContext) {
+			if !write {
+				return true
+			}
+			containerSC(c).AppArmorProfile, changed = p.apparmor.DefaultProfile(), true
+		}
+	}
+	if p.user.RequiresNonRoot() && effective(c.SecurityContext, psc, runAsNonRoot) == nil && effective(c.SecurityContext, psc, runAsUser) == nil {
+		if !write {
+			return true
+		}
+		containerSC(c).RunAsNonRoot, changed = ptr.To(true), true
+	}
+	if !linux {
+		return changed
+	}
+	var caps *api.Capabilities
+	if c.SecurityContext != nil {
+		caps = c.SecurityContext.Capabilities
+	}
+	if generated, grew := p.capabilities.Generate(caps); grew {
+		if !write {
+			return true
+		}
+		containerSC(c).Capabilities, changed = generated, true
+	}
+	if p.spec.ReadOnlyRootFilesystem && (c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil) {
+		if !write {
+			return true
+		}
+		containerSC(c).ReadOnlyRootFilesystem, changed = ptr.To(true), true
+	}
+	if c.SecurityContext == nil || c.SecurityContext.AllowPrivilegeEscalation == nil {
+		ape := p.spec.DefaultAllowPrivilegeEscalation
+		if ape == nil && p.spec.AllowPrivilegeEscalation != nil && !*p.spec.AllowPrivilegeEscalation {
+			ape = p.spec.AllowPrivilegeEscalation
+		}
+		if ape != nil {
+			if !write {
+				return true
+			}
+			containerSC(c).AllowPrivilegeEscalation, changed = ptr.To(*ape), true
+		}
+	}
+	return changed
+}
+
+// ValidatePod returns every way the pod breaks the policy, for callers that
+// validate one pod against one policy.
+func (p *Provider) ValidatePod(pod *api.Pod) field.ErrorList {
+	return p.Validate(NewSubject(pod))
+}
+
+// Validate returns every way the subject breaks the policy. It allocates
+// only for the errors it returns.
+func (p *Provider) Validate(s *Subject) field.ErrorList {
+	pod := s.Pod
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		psc = noPodSC
+	}
+	var errs field.ErrorList
+	errs = append(errs, p.fsGroup.ValidateOne(fsGroupPath, psc.FSGroup)...)
+	errs = append(errs, p.supplementalGroups.ValidateList(suppGroupPath, psc.SupplementalGroups)...)
+	errs = append(errs, p.seccomp.Validate(seccompPod, s.seccomp)...)
+	errs = append(errs, p.seLinux.Validate(podSCPath, psc.SELinuxOptions)...)
+	if psc.HostNetwork && !p.spec.HostNetwork {
+		errs = append(errs, field.Invalid(podSCPath.Child("hostNetwork"), psc.HostNetwork, "Host network is not allowed to be used"))
+	}
+	if psc.HostPID && !p.spec.HostPID {
+		errs = append(errs, field.Invalid(podSCPath.Child("hostPID"), psc.HostPID, "Host PID is not allowed to be used"))
+	}
+	if psc.HostIPC && !p.spec.HostIPC {
+		errs = append(errs, field.Invalid(podSCPath.Child("hostIPC"), psc.HostIPC, "Host IPC is not allowed to be used"))
+	}
+	errs = append(errs, p.sysctls.Validate(sysctlsPath, psc.Sysctls)...)
+	errs = append(errs, p.volumes.Validate(pod)...)
+	errs = append(errs, p.runtimeClass.Validate(runtimeClass, pod.Spec.RuntimeClassName)...)
+	for i := range s.containers {
+		errs = append(errs, p.validateContainer(pod, &s.containers[i])...)
+	}
+	return errs
+}
+
+func (p *Provider) validateContainer(pod *api.Pod, c *container) field.ErrorList {
+	var errs field.ErrorList
+	sc, psc := c.SecurityContext, pod.Spec.SecurityContext
+	errs = append(errs, p.user.Validate(c.scPath, effective(sc, psc, runAsNonRoot), effective(sc, psc, runAsUser))...)
+	if p.runAsGroup != nil {
+		errs = append(errs, p.runAsGroup.ValidateOne(c.scPath, effective(sc, psc, runAsGroup))...)
+	}
+	errs = append(errs, p.seLinux.Validate(c.scPath, effective(sc, psc, seLinuxOptions))...)
+	errs = append(errs, p.apparmor.Validate(c.apparmorPath, c.apparmor)...)
+	errs = append(errs, p.seccomp.Validate(c.seccompPath, c.seccomp)...)
+	if sc == nil {
+		sc = noContainerSC
+	}
+	if sc.Privileged != nil && *sc.Privileged && !p.spec.Privileged {
+		errs = append(errs, field.Invalid(c.scPath.Child("privileged"), *sc.Privileged, "Privileged containers are not allowed"))
+	}
+	procMount := api.DefaultProcMount
+	if sc.ProcMount != nil {
+		procMount = *sc.ProcMount
+	}
+	if !slices.Contains(p.procMounts, procMount) {
+		errs = append(errs, field.Invalid(c.scPath.Child("procMount"), procMount, "ProcMountType is not allowed"))
+	}
+	errs = append(errs, p.capabilities.Validate(c.scPath, sc.Capabilities)...)
+	for _, port := range c.Ports {
+		if port.HostPort > 0 && !hostPortAllowed(p.spec.HostPorts, port.HostPort) {
+			errs = append(errs, field.Invalid(c.path.Child("hostPort"), port.HostPort,
+				fmt.Sprintf("Host port %d is not allowed to be used. Allowed ports: [%s]", port.HostPort, formatPortRanges(p.spec.HostPorts))))
+		}
+	}
+	if p.spec.ReadOnlyRootFilesystem {
+		switch ro := sc.ReadOnlyRootFilesystem; {
+		case ro == nil:
+			errs = append(errs, field.Invalid(c.scPath.Child("readOnlyRootFilesystem"), ro, "ReadOnlyRootFilesystem may not be nil and must be set to true"))
+		case !*ro:
+			errs = append(errs, field.Invalid(c.scPath.Child("readOnlyRootFilesystem"), *ro, "ReadOnlyRootFilesystem must be set to true"))
+		}
+	}
+	if ape := p.spec.AllowPrivilegeEscalation; ape != nil && !*ape && (sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation) {
+		errs = append(errs, field.Invalid(c.scPath.Child("allowPrivilegeEscalation"), sc.AllowPrivilegeEscalation, "Allowing privilege escalation for containers is not allowed"))
+	}
+	return errs
+}
+
+func hostPortAllowed(ranges []policy.HostPortRange, port int32) bool {
+	for _, r := range ranges {
+		if port >= r.Min && port <= r.Max {
+			return true
+		}
+	}
+	return false
+}
+
+// formatPortRanges prints ranges as "1-10,80", as v1.24's message did.
+func formatPortRanges(ranges []policy.HostPortRange) string {
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = strconv.Itoa(int(r.Min))
+		if r.Max != r.Min {
+			parts[i] += "-" + strconv.Itoa(int(r.Max))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// effective returns a container's value of a field it inherits from the
+// pod: its own, else the pod's.
+func effective[T any](c *api.SecurityContext, p *api.PodSecurityContext, f inherited[T]) *T {
+	if c != nil {
+		if v := f.container(c); v != nil {
+			return v
+		}
+	}
+	if p != nil {
+		return f.pod(p)
+	}
+	return nil
+}
+
+// inherited is a field present in both a container's and the pod's
+// security context.
+type inherited[T any] struct {
+	container func(*api.SecurityContext) *T
+	pod       func(*api.PodSecurityContext) *T
+}
+
+var (
+	runAsUser = inherited[int64]{
+		func(c *api.SecurityContext) *int64 { return c.RunAsUser },
+		func(p *api.PodSecurityContext) *int64 { return p.RunAsUser },
+	}
+	runAsGroup = inherited[int64]{
+		func(c *api.SecurityContext) *int64 { return c.RunAsGroup },
+		func(p *api.PodSecurityContext) *int64 { return p.RunAsGroup },
+	}
+	runAsNonRoot = inherited[bool]{
+		func(c *api.SecurityContext) *bool { return c.RunAsNonRoot },
+		func(p *api.PodSecurityContext) *bool { return p.RunAsNonRoot },
+	}
+	seLinuxOptions = inherited[api.SELinuxOptions]{
+		func(c *api.SecurityContext) *api.SELinuxOptions { return c.SELinuxOptions },
+		func(p *api.PodSecurityContext) *api.SELinuxOptions { return p.SELinuxOptions },
+	}
+)
+
+// podSC returns the pod's security context, allocating it on first write.
+func podSC(pod *api.Pod) *api.PodSecurityContext {
+	if pod.Spec.SecurityContext == nil {
+		pod.Spec.SecurityContext = &api.PodSecurityContext{}
+	}
+	return pod.Spec.SecurityContext
+}
+
+// containerSC returns the container's security context, allocating it on
+// first write.
+func containerSC(c *api.Container) *api.SecurityContext {
+	if c.SecurityContext == nil {
+		c.SecurityContext = &api.SecurityContext{}
+	}
+	return c.SecurityContext
+}
+
+// Read-only stand-ins for an unset security context.
+var (
+	noPodSC       = &api.PodSecurityContext{}
+	noContainerSC = &api.SecurityContext{}
+)

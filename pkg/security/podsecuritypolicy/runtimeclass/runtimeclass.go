@@ -1,0 +1,50 @@
+// Package runtimeclass holds a PodSecurityPolicy's runtimeClass rules.
+package runtimeclass
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+)
+
+// Strategy defaults and checks a pod's runtimeClassName. The zero value
+// (a policy without runtimeClass) allows any and defaults none.
+type Strategy struct {
+	restricted bool
+	allowed    []string
+	allowAll   bool
+	defaultRC  *string
+}
+
+// New builds the strategy; opts may be nil.
+func New(opts *policy.RuntimeClassStrategyOptions) *Strategy {
+	if opts == nil {
+		return &Strategy{}
+	}
+	return &Strategy{
+		restricted: true,
+		allowed:    opts.AllowedRuntimeClassNames,
+		allowAll:   slices.Contains(opts.AllowedRuntimeClassNames, policy.AllowAllRuntimeClassNames),
+		defaultRC:  opts.DefaultRuntimeClassName,
+	}
+}
+
+// Default is the runtimeClassName a pod without one gets, or nil.
+func (s *Strategy) Default() *string {
+	if s.defaultRC == nil {
+		return nil
+	}
+	name := *s.defaultRC
+	return &name
+}
+
+// Validate checks the pod's runtimeClassName at path. An unset name is
+// always allowed; an empty allowed list allows no name.
+func (s *Strategy) Validate(path *field.Path, name *string) field.ErrorList {
+	if !s.restricted || name == nil || s.allowAll || slices.Contains(s.allowed, *name) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, *name, "")}
+}

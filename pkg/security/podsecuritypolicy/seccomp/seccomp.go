@@ -1,0 +1,151 @@
+// Package seccomp holds a PodSecurityPolicy's seccomp rules, given by the
+// policy's annotations. Profiles are compared in the annotation form
+// (runtime/default, unconfined, localhost/<path>). Since v1.25 nodes read
+// only the securityContext.seccompProfile fields, so the effective profile
+// is the field's, and the deprecated annotations only stand in for a field
+// that is unset.
+package seccomp
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+)
+
+// The annotation forms that have no constant in v1.36's core API.
+const (
+	unconfined      = "unconfined"
+	localhostPrefix = "localhost/"
+)
+
+// Strategy defaults and checks seccomp profiles.
+type Strategy struct {
+	defaultProfile *api.SeccompProfile
+	allowed        []string
+	allowAny       bool
+	allowedRaw     string // the annotation as written, for messages
+}
+
+// New builds the strategy from the policy's annotations. A default name
+// that no seccompProfile field can express is an error (the API refuses
+// it, so only old stored data can carry one).
+func New(annotations map[string]string) (*Strategy, error) {
+	s := &Strategy{allowedRaw: annotations[policy.SeccompAllowedProfilesAnnotationKey]}
+	if name := annotations[policy.SeccompDefaultProfileAnnotationKey]; name != "" {
+		p, err := fieldFor(name)
+		if err != nil {
+			return nil, err
+		}
+		s.defaultProfile = p
+	}
+	if s.allowedRaw != "" {
+		for _, p := range strings.Split(s.allowedRaw, ",") {
+			if p == policy.SeccompAllowAny {
+				s.allowAny = true
+				continue
+			}
+			s.allowed = append(s.allowed, p)
+		}
+	}
+	return s, nil
+}
+
+// HasDefault reports whether DefaultProfile returns a profile.
+func (s *Strategy) HasDefault() bool {
+	return s.defaultProfile != nil
+}
+
+// DefaultProfile returns a fresh copy of the pod-level profile that a pod
+// with no profile gets, or nil.
+func (s *Strategy) DefaultProfile() *api.SeccompProfile {
+	return s.defaultProfile.DeepCopy()
+}
+
+// Validate checks one effective profile ("" for none) at path.
+func (s *Strategy) Validate(path *field.Path, profile string) field.ErrorList {
+	if !s.allowAny && len(s.allowed) == 0 && profile != "" {
+		return field.ErrorList{field.Forbidden(path, "seccomp may not be set")}
+	}
+	if !s.allows(profile) {
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("%s is not an allowed seccomp profile. Valid values are %v", profile, s.allowedRaw))}
+	}
+	return nil
+}
+
+func (s *Strategy) allows(profile string) bool {
+	switch {
+	case len(s.allowed) == 0 && profile == "", s.allowAny, slices.Contains(s.allowed, profile):
+		return true
+	case profile == api.DeprecatedSeccompProfileDockerDefault:
+		return slices.Contains(s.allowed, api.SeccompProfileRuntimeDefault)
+	case profile == api.SeccompProfileRuntimeDefault:
+		return slices.Contains(s.allowed, api.DeprecatedSeccompProfileDockerDefault)
+	}
+	return false
+}
+
+// PodProfile is the pod's effective profile: its field, else its
+// annotation.
+func PodProfile(pod *api.Pod) string {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.SeccompProfile != nil {
+		return nameFor(sc.SeccompProfile)
+	}
+	return pod.Annotations[api.SeccompPodAnnotationKey]
+}
+
+// PodHasProfile reports whether PodProfile is not empty, without building
+// the name.
+func PodHasProfile(pod *api.Pod) bool {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.SeccompProfile != nil {
+		return true
+	}
+	return len(pod.Annotations) > 0 && pod.Annotations[api.SeccompPodAnnotationKey] != ""
+}
+
+// ContainerProfile is a container's effective profile: its field, else its
+// annotation, else the pod's.
+func ContainerProfile(pod *api.Pod, name string, sc *api.SecurityContext) string {
+	if sc != nil && sc.SeccompProfile != nil {
+		return nameFor(sc.SeccompProfile)
+	}
+	if len(pod.Annotations) > 0 {
+		if p, ok := pod.Annotations[api.SeccompContainerAnnotationKeyPrefix+name]; ok {
+			return p
+		}
+	}
+	return PodProfile(pod)
+}
+
+// nameFor writes a field in the annotation form.
+func nameFor(p *api.SeccompProfile) string {
+	switch p.Type {
+	case api.SeccompProfileTypeRuntimeDefault:
+		return api.SeccompProfileRuntimeDefault
+	case api.SeccompProfileTypeUnconfined:
+		return unconfined
+	case api.SeccompProfileTypeLocalhost:
+		if p.LocalhostProfile != nil {
+			return localhostPrefix + *p.LocalhostProfile
+		}
+	}
+	return ""
+}
+
+// fieldFor turns an annotation-form name into the field.
+func fieldFor(name string) (*api.SeccompProfile, error) {
+	switch {
+	case name == api.SeccompProfileRuntimeDefault, name == api.DeprecatedSeccompProfileDockerDefault:
+		return &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault}, nil
+	case name == unconfined:
+		return &api.SeccompProfile{Type: api.SeccompProfileTypeUnconfined}, nil
+	case strings.HasPrefix(name, localhostPrefix) && len(name) > len(localhostPrefix):
+		p := strings.TrimPrefix(name, localhostPrefix)
+		return &api.SeccompProfile{Type: api.SeccompProfileTypeLocalhost, LocalhostProfile: &p}, nil
+	}
+	return nil, fmt.Errorf("annotation %s: %q is not a seccomp profile a pod field can name", policy.SeccompDefaultProfileAnnotationKey, name)
+}

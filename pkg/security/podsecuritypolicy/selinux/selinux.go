@@ -1,0 +1,93 @@
+// Package selinux holds the SELinux strategies of a PodSecurityPolicy:
+// MustRunAs (exactly the policy's options) and RunAsAny.
+package selinux
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+)
+
+// Strategy defaults and checks seLinuxOptions.
+type Strategy struct {
+	required *api.SELinuxOptions // nil under RunAsAny
+}
+
+// New builds the strategy. MustRunAs needs options; the API accepts a
+// policy without them, and such a policy is skipped.
+func New(opts policy.SELinuxStrategyOptions) (*Strategy, error) {
+	switch opts.Rule {
+	case policy.SELinuxStrategyMustRunAs:
+		if opts.SELinuxOptions == nil {
+			return nil, fmt.Errorf("MustRunAs requires SELinuxOptions")
+		}
+		return &Strategy{required: opts.SELinuxOptions.DeepCopy()}, nil
+	case policy.SELinuxStrategyRunAsAny:
+		return &Strategy{}, nil
+	}
+	return nil, fmt.Errorf("unrecognized SELinuxContext strategy type %q", opts.Rule)
+}
+
+// HasDefault reports whether Default returns options.
+func (s *Strategy) HasDefault() bool {
+	return s.required != nil
+}
+
+// Default returns a fresh copy of the options a pod without any gets, or
+// nil under RunAsAny.
+func (s *Strategy) Default() *api.SELinuxOptions {
+	return s.required.DeepCopy()
+}
+
+// Validate checks the effective options (the container's, else the pod's)
+// of the securityContext at scPath. The level's categories may come in any
+// order.
+func (s *Strategy) Validate(scPath *field.Path, opts *api.SELinuxOptions) field.ErrorList {
+	if s.required == nil {
+		return nil
+	}
+	if opts == nil {
+		return field.ErrorList{field.Required(scPath.Child("seLinuxOptions"), "")}
+	}
+	r := s.required
+	if equalLevels(r.Level, opts.Level) && r.Role == opts.Role && r.Type == opts.Type && r.User == opts.User {
+		return nil
+	}
+	path := scPath.Child("seLinuxOptions")
+	var errs field.ErrorList
+	if !equalLevels(s.required.Level, opts.Level) {
+		errs = append(errs, field.Invalid(path.Child("level"), opts.Level, "must be "+s.required.Level))
+	}
+	if s.required.Role != opts.Role {
+		errs = append(errs, field.Invalid(path.Child("role"), opts.Role, "must be "+s.required.Role))
+	}
+	if s.required.Type != opts.Type {
+		errs = append(errs, field.Invalid(path.Child("type"), opts.Type, "must be "+s.required.Type))
+	}
+	if s.required.User != opts.User {
+		errs = append(errs, field.Invalid(path.Child("user"), opts.User, "must be "+s.required.User))
+	}
+	return errs
+}
+
+// equalLevels compares MLS levels "sensitivity:categories", where the
+// categories are a set ("s0:c6,c0" equals "s0:c0,c6").
+func equalLevels(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, ca, okA := strings.Cut(a, ":")
+	sb, cb, okB := strings.Cut(b, ":")
+	if !okA || !okB || sa != sb {
+		return false
+	}
+	x, y := strings.Split(ca, ","), strings.Split(cb, ",")
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}

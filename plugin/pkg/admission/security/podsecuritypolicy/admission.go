@@ -1,0 +1,335 @@
+// Package podsecuritypolicy is the PodSecurityPolicy admission plugin that
+// Kubernetes removed in v1.25, restored: it admits a pod only if a
+// PodSecurityPolicy that the pod's service account or the requesting user
+// may `use` accepts it, defaulting the pod's security fields on creation.
+// The policies come from Turnstile's policy/v1beta1 API; the rules are in
+// pkg/security/podsecuritypolicy. See docs/podsecuritypolicy.md.
+package podsecuritypolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	rbacregistry "k8s.io/kubernetes/pkg/registry/rbac"
+
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
+)
+
+// PluginName is the name under which the plugin is registered.
+const PluginName = "PodSecurityPolicy"
+
+// The annotations the plugin writes: the policy that admitted a pod, on the
+// pod, and the policy each phase chose, on the request's audit event.
+const (
+	ValidatedPSPAnnotation = "kubernetes.io/psp"
+	auditKeyPrefix         = "podsecuritypolicy.policy.k8s.io"
+	admitPolicyKey         = auditKeyPrefix + "/admit-policy"
+	validatePolicyKey      = auditKeyPrefix + "/validate-policy"
+)
+
+// Register registers the plugin. It takes no configuration.
+func Register(plugins *admission.Plugins) {
+	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
+		return NewPlugin(), nil
+	})
+}
+
+// Plugin is the PodSecurityPolicy admission plugin.
+type Plugin struct {
+	*admission.Handler
+	authz     authorizer.Authorizer
+	policies  *policyCache
+	dynamic   dynamic.Interface
+	informers informers.SharedInformerFactory
+}
+
+var (
+	_ admission.MutationInterface                           = &Plugin{}
+	_ admission.ValidationInterface                         = &Plugin{}
+	_ admission.InitializationValidator                     = &Plugin{}
+	_ genericadmissioninit.WantsAuthorizer                  = &Plugin{}
+	_ genericadmissioninit.WantsDynamicClient               = &Plugin{}
+	_ genericadmissioninit.WantsExternalKubeInformerFactory = &Plugin{}
+)
+
+// NewPlugin returns a plugin that handles pod creations and updates. It
+// needs an authorizer, a dynamic client and the apiserver's informer
+// factory, which the admission initializers provide.
+func NewPlugin() *Plugin {
+	return &Plugin{
+		Handler:  admission.NewHandler(admission.Create, admission.Update),
+		policies: newPolicyCache(),
+	}
+}
+
+// SetAuthorizer is called by the admission initializer.
+func (p *Plugin) SetAuthorizer(authz authorizer.Authorizer) { p.authz = authz }
+
+// SetDynamicClient is called by the admission initializer.
+func (p *Plugin) SetDynamicClient(c dynamic.Interface) { p.dynamic = c }
+
+// SetExternalKubeInformerFactory is called by the admission initializer.
+func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) { p.informers = f }
+
+// ValidateInitialization checks the plugin's dependencies and registers
+// its policy informer with the apiserver's informer factory, which starts
+// it once the apiserver serves.
+func (p *Plugin) ValidateInitialization() error {
+	if p.authz == nil {
+		return fmt.Errorf("%s requires an authorizer", PluginName)
+	}
+	if p.dynamic == nil || p.informers == nil {
+		return fmt.Errorf("%s requires a lister", PluginName)
+	}
+	synced, err := p.policies.watch(p.informers, p.dynamic)
+	if err != nil {
+		return fmt.Errorf("%s: %w", PluginName, err)
+	}
+	p.SetReadyFunc(synced)
+	return nil
+}
+
+// Admit chooses a policy for a new pod, applies its defaults, and records
+// the choice in the pod's kubernetes.io/psp annotation.
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	pod, err := p.podToCheck(a, false)
+	if pod == nil || a.GetOperation() != admission.Create {
+		return err
+	}
+	if err := p.ready(a); err != nil {
+		return err
+	}
+	allowed, name, errs, err := p.choose(ctx, a, pod, true, "")
+	if err != nil {
+		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+	}
+	if allowed == nil {
+		klog.V(4).InfoS("No PodSecurityPolicy admits the pod", "pod", klog.KRef(a.GetNamespace(), a.GetName()), "errors", errs)
+		return admission.NewForbidden(a, fmt.Errorf("%s: unable to admit pod: %v", PluginName, errs))
+	}
+	if allowed != pod {
+		*pod = *allowed
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[ValidatedPSPAnnotation] = name
+	p.annotate(a, admitPolicyKey, name)
+	return nil
+}
+
+// Validate admits a pod only if some policy the requester may use accepts
+// it without changing it. The pod's kubernetes.io/psp policy is tried
+// first.
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	pod, err := p.podToCheck(a, true)
+	if pod == nil {
+		return err
+	}
+	if err := p.ready(a); err != nil {
+		return err
+	}
+	allowed, name, errs, err := p.choose(ctx, a, pod, false, pod.Annotations[ValidatedPSPAnnotation])
+	if err != nil {
+		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+	}
+	if allowed == nil {
+		return admission.NewForbidden(a, fmt.Errorf("%s: unable to validate pod: %v", PluginName, errs))
+	}
+	p.annotate(a, validatePolicyKey, name)
+	return nil
+}
+
+// podToCheck returns the pod a request asks the plugin to judge, or nil
+// when the plugin ignores the request: other resources, subresources other
+// than ephemeralcontainers (which only Validate judges; upstream ignored
+// it, letting anyone who may update it add a privileged container), and
+// updates that change nothing but garbage collector fields.
+func (p *Plugin) podToCheck(a admission.Attributes, ephemeral bool) (*api.Pod, error) {
+	if a.GetResource().GroupResource() != api.Resource("pods") {
+		return nil, nil
+	}
+	if sub := a.GetSubresource(); sub != "" && !(ephemeral && sub == "ephemeralcontainers") {
+		return nil, nil
+	}
+	pod, ok := a.GetObject().(*api.Pod)
+	if !ok {
+		return nil, admission.NewForbidden(a, fmt.Errorf("unexpected type %T", a.GetObject()))
+	}
+	if a.GetOperation() == admission.Update && rbacregistry.IsOnlyMutatingGCFields(a.GetObject(), a.GetOldObject(), apiequality.Semantic) {
+		return nil, nil
+	}
+	return pod, nil
+}
+
+// ready waits, briefly, for the policy cache to hold every policy. Until it
+// does, deciding would reject pods that a policy allows, so the request is
+// refused with 503 and a Retry-After that clients act on.
+func (p *Plugin) ready(a admission.Attributes) error {
+	if p.WaitForReady() {
+		return nil
+	}
+	err := apierrors.NewServiceUnavailable(fmt.Sprintf("%s: the policy cache has not synced yet, retry", PluginName))
+	err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+	return err
+}
+
+func (p *Plugin) annotate(a admission.Attributes, key, name string) {
+	if err := a.AddAnnotation(key, name); err != nil {
+		klog.InfoS("Cannot set audit annotation", "key", key, "value", name, "err", err)
+	}
+}
+
+// errNoProviders is returned when no policy exists, or none can be built.
+var errNoProviders = errors.New("no providers available to validate pod request")
+
+// choose finds the policy that admits pod, as v1.24 did: in name order
+// (hint first when mutation is not allowed), the first policy the requester
+// may use that accepts the pod unchanged, else, when mutation is allowed,
+// the first that accepts it after its defaults. It returns the admitted pod
+// (pod itself when unchanged, or a mutated copy) and the policy's name, or
+// nil and the errors of every policy the requester may use.
+//
+// Unlike v1.24 it does not copy, mutate and compare the pod for every
+// policy: Mutates tells without a copy whether a policy would change the
+// pod, the per-pod work (paths, effective profiles) is done once in a
+// Subject, and the authorizer is consulted only for policies that accept
+// the pod, or on rejection. The outcome is the same.
+func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Pod, mutationAllowed bool, hint string) (*api.Pod, string, field.ErrorList, error) {
+	providers := p.policies.providers()
+	if len(providers) == 0 {
+		return nil, "", nil, errNoProviders
+	}
+	requester := newRequester(ctx, p.authz, a, pod)
+	ordered := order(providers, mutationAllowed, hint)
+	subject := podsecuritypolicy.NewSubject(pod)
+	var mutating []*podsecuritypolicy.Provider
+	for pr := range ordered {
+		if pr.Mutates(pod) {
+			if mutationAllowed {
+				mutating = append(mutating, pr)
+			}
+			continue
+		}
+		if len(pr.Validate(subject)) == 0 && requester.mayUse(pr.Name()) {
+			return pod, pr.Name(), nil, nil
+		}
+	}
+	for _, pr := range mutating {
+		mutated := pod.DeepCopy()
+		pr.MutatePod(mutated)
+		if len(pr.ValidatePod(mutated)) == 0 && requester.mayUse(pr.Name()) {
+			return mutated, pr.Name(), nil, nil
+		}
+	}
+	return nil, "", rejection(ordered, pod, subject, mutationAllowed, requester), nil
+}
+
+// rejection gathers the errors of every policy the requester may use, in
+// the order they were tried.
+func rejection(ordered func(func(*podsecuritypolicy.Provider) bool), pod *api.Pod, subject *podsecuritypolicy.Subject, mutationAllowed bool, requester *requester) field.ErrorList {
+	all := field.ErrorList{}
+	for pr := range ordered {
+		var errs field.ErrorList
+		switch {
+		case !pr.Mutates(pod):
+			errs = pr.Validate(subject)
+		case mutationAllowed:
+			mutated := pod.DeepCopy()
+			pr.MutatePod(mutated)
+			errs = pr.ValidatePod(mutated)
+		}
+		if len(errs) > 0 && requester.mayUse(pr.Name()) {
+			all = append(all, errs...)
+		}
+	}
+	return all
+}
+
+// order yields the providers (sorted by name) in the order they are tried:
+// when mutation is not allowed, the hinted policy comes first.
+func order(providers []*podsecuritypolicy.Provider, mutationAllowed bool, hint string) func(func(*podsecuritypolicy.Provider) bool) {
+	return func(yield func(*podsecuritypolicy.Provider) bool) {
+		var first *podsecuritypolicy.Provider
+		if !mutationAllowed && hint != "" {
+			for _, pr := range providers {
+				if pr.Name() == hint {
+					first = pr
+					if !yield(pr) {
+						return
+					}
+					break
+				}
+			}
+		}
+		for _, pr := range providers {
+			if pr != first && !yield(pr) {
+				return
+			}
+		}
+	}
+}
+
+// requester answers whether the pod's service account or the requesting
+// user may use a policy.
+type requester struct {
+	ctx            context.Context
+	authz          authorizer.Authorizer
+	namespace      string
+	user           user.Info
+	serviceAccount string
+}
+
+func newRequester(ctx context.Context, authz authorizer.Authorizer, a admission.Attributes, pod *api.Pod) *requester {
+	return &requester{ctx: ctx, authz: authz, namespace: a.GetNamespace(), user: a.GetUserInfo(), serviceAccount: pod.Spec.ServiceAccountName}
+}
+
+// mayUse reports whether the service account or the user is allowed the
+// verb use on the policy, in API group policy or (for old Roles)
+// extensions, in the pod's namespace.
+func (r *requester) mayUse(name string) bool {
+	if r.serviceAccount != "" && r.allowed(serviceaccount.UserInfo(r.namespace, r.serviceAccount, ""), name) {
+		return true
+	}
+	return r.user != nil && r.allowed(r.user, name)
+}
+
+// policyGroups are the API groups in which a grant of use counts.
+var policyGroups = []string{"policy", "extensions"}
+
+func (r *requester) allowed(u user.Info, name string) bool {
+	for _, group := range policyGroups {
+		decision, reason, err := r.authz.Authorize(r.ctx, authorizer.AttributesRecord{
+			User:            u,
+			Verb:            "use",
+			Namespace:       r.namespace,
+			APIGroup:        group,
+			APIVersion:      "*",
+			Resource:        "podsecuritypolicies",
+			Name:            name,
+			ResourceRequest: true,
+		})
+		if err != nil {
+			klog.V(5).InfoS("Cannot authorize the use of a PodSecurityPolicy", "policy", name, "user", u.GetName(), "reason", reason, "err", err)
+		}
+		if decision == authorizer.DecisionAllow {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,147 @@
+package podsecuritypolicy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy/install"
+	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
+)
+
+// scheme converts the watched v1beta1 objects to the internal type the
+// providers read.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
+// policyCache holds a provider for every policy, built when the informer
+// delivers the policy rather than on each request, and publishes them
+// sorted by name. Readers take the published slice without locking.
+type policyCache struct {
+	mu     sync.Mutex
+	byName map[string]*podsecuritypolicy.Provider // nil: the policy cannot be applied
+	sorted atomic.Pointer[[]*podsecuritypolicy.Provider]
+}
+
+func newPolicyCache() *policyCache {
+	c := &policyCache{byName: map[string]*podsecuritypolicy.Provider{}}
+	c.sorted.Store(&[]*podsecuritypolicy.Provider{})
+	return c
+}
+
+// providers returns the usable providers, sorted by name. The slice must
+// not be modified.
+func (c *policyCache) providers() []*podsecuritypolicy.Provider {
+	return *c.sorted.Load()
+}
+
+// set builds and stores the provider of psp. A policy that cannot be
+// applied is logged and left out, as in v1.24.
+func (c *policyCache) set(psp *policy.PodSecurityPolicy) {
+	pr, err := podsecuritypolicy.NewProvider(psp)
+	if err != nil {
+		klog.InfoS("PodSecurityPolicy cannot be applied and is skipped", "policy", psp.Name, "err", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byName[psp.Name] = pr
+	c.publish()
+}
+
+func (c *policyCache) delete(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byName, name)
+	c.publish()
+}
+
+// publish replaces the sorted slice; c.mu must be held.
+func (c *policyCache) publish() {
+	sorted := make([]*podsecuritypolicy.Provider, 0, len(c.byName))
+	for _, pr := range c.byName {
+		if pr != nil {
+			sorted = append(sorted, pr)
+		}
+	}
+	slices.SortFunc(sorted, func(a, b *podsecuritypolicy.Provider) int { return strings.Compare(a.Name(), b.Name()) })
+	c.sorted.Store(&sorted)
+}
+
+// watch registers an informer for policy/v1beta1 podsecuritypolicies with
+// the apiserver's informer factory, which starts it with its other
+// informers once the apiserver serves, and feeds the cache from it. The
+// factory's generated clients do not know Turnstile's API, so the informer
+// lists through the dynamic client. It returns whether the cache has seen
+// every policy.
+func (c *policyCache) watch(f informers.SharedInformerFactory, client dynamic.Interface) (func() bool, error) {
+	informer := f.InformerFor(&policyv1beta1.PodSecurityPolicy{}, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
+		resource := policyv1beta1.SchemeGroupVersion.WithResource("podsecuritypolicies")
+		return dynamicinformer.NewFilteredDynamicInformer(client, resource, "", 0, cache.Indexers{}, nil).Informer()
+	})
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onSet,
+		UpdateFunc: func(_, obj interface{}) { c.onSet(obj) },
+		DeleteFunc: c.onDelete,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching podsecuritypolicies: %w", err)
+	}
+	return reg.HasSynced, nil
+}
+
+func (c *policyCache) onSet(obj interface{}) {
+	psp, err := toInternal(obj)
+	if err != nil {
+		klog.ErrorS(err, "Cannot read a PodSecurityPolicy from the watch")
+		return
+	}
+	c.set(psp)
+}
+
+func (c *policyCache) onDelete(obj interface{}) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		klog.ErrorS(nil, "Unexpected object in the PodSecurityPolicy watch", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	c.delete(u.GetName())
+}
+
+// toInternal converts a watched object to the internal type, defaulted as
+// the API serves it.
+func toInternal(obj interface{}) (*policy.PodSecurityPolicy, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("unexpected type %T", obj)
+	}
+	var external policyv1beta1.PodSecurityPolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &external); err != nil {
+		return nil, fmt.Errorf("podsecuritypolicy %q: %w", u.GetName(), err)
+	}
+	scheme.Default(&external)
+	internal := &policy.PodSecurityPolicy{}
+	if err := scheme.Convert(&external, internal, nil); err != nil {
+		return nil, fmt.Errorf("podsecuritypolicy %q: %w", u.GetName(), err)
+	}
+	return internal, nil
+}
