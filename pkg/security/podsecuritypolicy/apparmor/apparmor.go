@@ -14,6 +14,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 )
 
 // Strategy defaults and checks AppArmor profiles.
@@ -55,16 +56,16 @@ func (s *Strategy) DefaultProfile() *api.AppArmorProfile {
 
 // Validate checks a container's effective profile ("" for none) at path.
 // Without an allowed list any profile, or none, is allowed.
-func (s *Strategy) Validate(path *field.Path, profile string) field.ErrorList {
+func (s *Strategy) Validate(c *errs.Collector, path *field.Path, profile string) {
 	switch {
 	case s.allowed == nil:
-		return nil
 	case profile == "":
-		return field.ErrorList{field.Forbidden(path, "AppArmor profile must be set")}
+		c.Add(func() *field.Error { return field.Forbidden(path, "AppArmor profile must be set") })
 	case !slices.Contains(s.allowed, profile):
-		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("%s is not an allowed profile. Allowed values: %q", profile, s.allowedRaw))}
+		c.Add(func() *field.Error {
+			return field.Forbidden(path, fmt.Sprintf("%s is not an allowed profile. Allowed values: %q", profile, s.allowedRaw))
+		})
 	}
-	return nil
 }
 
 // ContainerProfile is a container's effective profile.

@@ -15,6 +15,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 )
 
 // The annotation forms that have no constant in v1.36's core API.
@@ -67,14 +68,15 @@ func (s *Strategy) DefaultProfile() *api.SeccompProfile {
 }
 
 // Validate checks one effective profile ("" for none) at path.
-func (s *Strategy) Validate(path *field.Path, profile string) field.ErrorList {
-	if !s.allowAny && len(s.allowed) == 0 && profile != "" {
-		return field.ErrorList{field.Forbidden(path, "seccomp may not be set")}
+func (s *Strategy) Validate(c *errs.Collector, path *field.Path, profile string) {
+	switch {
+	case !s.allowAny && len(s.allowed) == 0 && profile != "":
+		c.Add(func() *field.Error { return field.Forbidden(path, "seccomp may not be set") })
+	case !s.allows(profile):
+		c.Add(func() *field.Error {
+			return field.Forbidden(path, fmt.Sprintf("%s is not an allowed seccomp profile. Valid values are %v", profile, s.allowedRaw))
+		})
 	}
-	if !s.allows(profile) {
-		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("%s is not an allowed seccomp profile. Valid values are %v", profile, s.allowedRaw))}
-	}
-	return nil
 }
 
 func (s *Strategy) allows(profile string) bool {
