@@ -237,22 +237,24 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 			return mutated, pr.Name(), nil, nil
 		}
 	}
-	return nil, "", rejection(ordered, pod, subject, mutationAllowed, requester), nil
+	return nil, "", rejection(ordered, pod, subject, requester), nil
 }
 
 // rejection gathers the errors of every policy the requester may use, in
-// the order they were tried.
-func rejection(ordered func(func(*podsecuritypolicy.Provider) bool), pod *api.Pod, subject *podsecuritypolicy.Subject, mutationAllowed bool, requester *requester) field.ErrorList {
+// the order they were tried. As in v1.24, a policy that would change the
+// pod reports the errors of the changed pod, also when mutation is not
+// allowed: Validate then explains why that policy refuses the pod even
+// with its defaults.
+func rejection(ordered func(func(*podsecuritypolicy.Provider) bool), pod *api.Pod, subject *podsecuritypolicy.Subject, requester *requester) field.ErrorList {
 	all := field.ErrorList{}
 	for pr := range ordered {
 		var errs field.ErrorList
-		switch {
-		case !pr.Mutates(pod):
-			errs = pr.Validate(subject)
-		case mutationAllowed:
+		if pr.Mutates(pod) {
 			mutated := pod.DeepCopy()
 			pr.MutatePod(mutated)
 			errs = pr.ValidatePod(mutated)
+		} else {
+			errs = pr.Validate(subject)
 		}
 		if len(errs) > 0 && requester.mayUse(pr.Name()) {
 			all = append(all, errs...)
