@@ -43,7 +43,7 @@ func (s *Strategy) Validate(pod *api.Pod) field.ErrorList {
 		v := &pod.Spec.Volumes[i]
 		fsType, ok := TypeOf(v)
 		if !ok {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "securityContext", "volumes").Index(i), "", fmt.Sprintf("unknown volume type for volume: %#v", v.VolumeSource)))
+			errs = append(errs, field.Invalid(field.NewPath("spec", "volumes").Index(i), "", fmt.Sprintf("unknown volume type for volume: %#v", v.VolumeSource)))
 			continue
 		}
 		if !s.allowAll && !slices.Contains(s.types, fsType) &&
