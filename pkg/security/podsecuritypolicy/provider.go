@@ -14,6 +14,7 @@ import (
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/apparmor"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/capabilities"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/group"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/runtimeclass"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/seccomp"
@@ -101,6 +102,49 @@ func (p *Provider) Mutates(pod *api.Pod) bool {
 // defaults, since v1.36 refuses those fields on them.
 func (p *Provider) MutatePod(pod *api.Pod) {
 	p.mutate(pod, true)
+}
+
+// Mutated returns pod with the policy's defaults applied, leaving pod as it
+// is. Only what MutatePod writes is copied (the security contexts and the
+// container lists), so the result shares everything else with pod; callers
+// must not modify either. It is much cheaper than a DeepCopy.
+func (p *Provider) Mutated(pod *api.Pod) *api.Pod {
+	out := *pod
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		c := *sc
+		out.Spec.SecurityContext = &c
+	}
+	out.Spec.InitContainers = cloneContainers(pod.Spec.InitContainers)
+	out.Spec.Containers = cloneContainers(pod.Spec.Containers)
+	if n := len(pod.Spec.EphemeralContainers); n > 0 {
+		out.Spec.EphemeralContainers = make([]api.EphemeralContainer, n)
+		for i, ec := range pod.Spec.EphemeralContainers {
+			if sc := ec.SecurityContext; sc != nil {
+				c := *sc
+				ec.SecurityContext = &c
+			}
+			out.Spec.EphemeralContainers[i] = ec
+		}
+	}
+	p.MutatePod(&out)
+	return &out
+}
+
+// cloneContainers copies the containers and their security contexts, which
+// MutatePod writes field by field (every other field it replaces whole).
+func cloneContainers(in []api.Container) []api.Container {
+	if in == nil {
+		return nil
+	}
+	out := make([]api.Container, len(in))
+	for i, c := range in {
+		if sc := c.SecurityContext; sc != nil {
+			cp := *sc
+			c.SecurityContext = &cp
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // mutate walks the defaults in order. With write false it stops at the
@@ -238,79 +282,121 @@ func (p *Provider) ValidatePod(pod *api.Pod) field.ErrorList {
 	return p.Validate(NewSubject(pod))
 }
 
-// Validate returns every way the subject breaks the policy. It allocates
-// only for the errors it returns.
+// Validate returns every way the subject breaks the policy.
 func (p *Provider) Validate(s *Subject) field.ErrorList {
+	return errs.All(func(c *errs.Collector) { p.validate(s, c) })
+}
+
+// Admits reports whether the subject meets the policy. It stops at the
+// first error and builds none, so that trying a pod against many policies
+// that refuse it stays cheap.
+func (p *Provider) Admits(s *Subject) bool {
+	c := errs.Quick()
+	p.validate(s, &c)
+	return !c.Failed()
+}
+
+// validate runs the checks in v1.24's order: the pod's, then each
+// container's.
+func (p *Provider) validate(s *Subject, c *errs.Collector) {
 	pod := s.Pod
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
 		psc = noPodSC
 	}
-	var errs field.ErrorList
-	errs = append(errs, p.fsGroup.ValidateOne(fsGroupPath, psc.FSGroup)...)
-	errs = append(errs, p.supplementalGroups.ValidateList(suppGroupPath, psc.SupplementalGroups)...)
-	errs = append(errs, p.seccomp.Validate(seccompPod, s.seccomp)...)
-	errs = append(errs, p.seLinux.Validate(podSCPath, psc.SELinuxOptions)...)
-	if psc.HostNetwork && !p.spec.HostNetwork {
-		errs = append(errs, field.Invalid(podSCPath.Child("hostNetwork"), psc.HostNetwork, "Host network is not allowed to be used"))
+	checks := [...]func(){
+		func() { p.fsGroup.ValidateOne(c, fsGroupPath, psc.FSGroup) },
+		func() { p.supplementalGroups.ValidateList(c, suppGroupPath, psc.SupplementalGroups) },
+		func() { p.seccomp.Validate(c, seccompPod, s.seccomp) },
+		func() { p.seLinux.Validate(c, podSCPath, psc.SELinuxOptions) },
+		func() { p.validateHostNamespaces(c, psc) },
+		func() { p.sysctls.Validate(c, sysctlsPath, psc.Sysctls) },
+		func() { p.volumes.Validate(c, pod) },
+		func() { p.runtimeClass.Validate(c, runtimeClassPath, pod.Spec.RuntimeClassName) },
 	}
-	if psc.HostPID && !p.spec.HostPID {
-		errs = append(errs, field.Invalid(podSCPath.Child("hostPID"), psc.HostPID, "Host PID is not allowed to be used"))
+	for _, check := range checks {
+		if check(); c.Stop() {
+			return
+		}
 	}
-	if psc.HostIPC && !p.spec.HostIPC {
-		errs = append(errs, field.Invalid(podSCPath.Child("hostIPC"), psc.HostIPC, "Host IPC is not allowed to be used"))
-	}
-	errs = append(errs, p.sysctls.Validate(sysctlsPath, psc.Sysctls)...)
-	errs = append(errs, p.volumes.Validate(pod)...)
-	errs = append(errs, p.runtimeClass.Validate(runtimeClass, pod.Spec.RuntimeClassName)...)
 	for i := range s.containers {
-		errs = append(errs, p.validateContainer(pod, &s.containers[i])...)
+		if p.validateContainer(c, pod, &s.containers[i]); c.Stop() {
+			return
+		}
 	}
-	return errs
 }
 
-func (p *Provider) validateContainer(pod *api.Pod, c *container) field.ErrorList {
-	var errs field.ErrorList
-	sc, psc := c.SecurityContext, pod.Spec.SecurityContext
-	errs = append(errs, p.user.Validate(c.scPath, effective(sc, psc, runAsNonRoot), effective(sc, psc, runAsUser))...)
-	if p.runAsGroup != nil {
-		errs = append(errs, p.runAsGroup.ValidateOne(c.scPath, effective(sc, psc, runAsGroup))...)
+func (p *Provider) validateHostNamespaces(c *errs.Collector, psc *api.PodSecurityContext) {
+	if psc.HostNetwork && !p.spec.HostNetwork {
+		c.Add(func() *field.Error {
+			return field.Invalid(podSCPath.Child("hostNetwork"), psc.HostNetwork, "Host network is not allowed to be used")
+		})
 	}
-	errs = append(errs, p.seLinux.Validate(c.scPath, effective(sc, psc, seLinuxOptions))...)
-	errs = append(errs, p.apparmor.Validate(c.apparmorPath, c.apparmor)...)
-	errs = append(errs, p.seccomp.Validate(c.seccompPath, c.seccomp)...)
+	if psc.HostPID && !p.spec.HostPID {
+		c.Add(func() *field.Error {
+			return field.Invalid(podSCPath.Child("hostPID"), psc.HostPID, "Host PID is not allowed to be used")
+		})
+	}
+	if psc.HostIPC && !p.spec.HostIPC {
+		c.Add(func() *field.Error {
+			return field.Invalid(podSCPath.Child("hostIPC"), psc.HostIPC, "Host IPC is not allowed to be used")
+		})
+	}
+}
+
+// validateContainer checks one container.
+func (p *Provider) validateContainer(c *errs.Collector, pod *api.Pod, ctr *container) {
+	sc, psc := ctr.SecurityContext, pod.Spec.SecurityContext
+	p.user.Validate(c, ctr.scPath, effective(sc, psc, runAsNonRoot), effective(sc, psc, runAsUser))
+	if p.runAsGroup != nil {
+		p.runAsGroup.ValidateOne(c, ctr.scPath, effective(sc, psc, runAsGroup))
+	}
+	p.seLinux.Validate(c, ctr.scPath, effective(sc, psc, seLinuxOptions))
+	p.apparmor.Validate(c, ctr.apparmorPath, ctr.apparmor)
+	p.seccomp.Validate(c, ctr.seccompPath, ctr.seccomp)
 	if sc == nil {
 		sc = noContainerSC
 	}
 	if sc.Privileged != nil && *sc.Privileged && !p.spec.Privileged {
-		errs = append(errs, field.Invalid(c.scPath.Child("privileged"), *sc.Privileged, "Privileged containers are not allowed"))
+		c.Add(func() *field.Error {
+			return field.Invalid(ctr.scPath.Child("privileged"), *sc.Privileged, "Privileged containers are not allowed")
+		})
 	}
 	procMount := api.DefaultProcMount
 	if sc.ProcMount != nil {
 		procMount = *sc.ProcMount
 	}
 	if !slices.Contains(p.procMounts, procMount) {
-		errs = append(errs, field.Invalid(c.scPath.Child("procMount"), procMount, "ProcMountType is not allowed"))
+		c.Add(func() *field.Error {
+			return field.Invalid(ctr.scPath.Child("procMount"), procMount, "ProcMountType is not allowed")
+		})
 	}
-	errs = append(errs, p.capabilities.Validate(c.scPath, sc.Capabilities)...)
-	for _, port := range c.Ports {
+	p.capabilities.Validate(c, ctr.scPath, sc.Capabilities)
+	for _, port := range ctr.Ports {
 		if port.HostPort > 0 && !hostPortAllowed(p.spec.HostPorts, port.HostPort) {
-			errs = append(errs, field.Invalid(c.path.Child("hostPort"), port.HostPort,
-				fmt.Sprintf("Host port %d is not allowed to be used. Allowed ports: [%s]", port.HostPort, formatPortRanges(p.spec.HostPorts))))
+			c.Add(func() *field.Error {
+				return field.Invalid(ctr.path.Child("hostPort"), port.HostPort,
+					fmt.Sprintf("Host port %d is not allowed to be used. Allowed ports: [%s]", port.HostPort, formatPortRanges(p.spec.HostPorts)))
+			})
 		}
 	}
 	if p.spec.ReadOnlyRootFilesystem {
 		switch ro := sc.ReadOnlyRootFilesystem; {
 		case ro == nil:
-			errs = append(errs, field.Invalid(c.scPath.Child("readOnlyRootFilesystem"), ro, "ReadOnlyRootFilesystem may not be nil and must be set to true"))
+			c.Add(func() *field.Error {
+				return field.Invalid(ctr.scPath.Child("readOnlyRootFilesystem"), ro, "ReadOnlyRootFilesystem may not be nil and must be set to true")
+			})
 		case !*ro:
-			errs = append(errs, field.Invalid(c.scPath.Child("readOnlyRootFilesystem"), *ro, "ReadOnlyRootFilesystem must be set to true"))
+			c.Add(func() *field.Error {
+				return field.Invalid(ctr.scPath.Child("readOnlyRootFilesystem"), *ro, "ReadOnlyRootFilesystem must be set to true")
+			})
 		}
 	}
 	if ape := p.spec.AllowPrivilegeEscalation; ape != nil && !*ape && (sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation) {
-		errs = append(errs, field.Invalid(c.scPath.Child("allowPrivilegeEscalation"), sc.AllowPrivilegeEscalation, "Allowing privilege escalation for containers is not allowed"))
+		c.Add(func() *field.Error {
+			return field.Invalid(ctr.scPath.Child("allowPrivilegeEscalation"), sc.AllowPrivilegeEscalation, "Allowing privilege escalation for containers is not allowed")
+		})
 	}
-	return errs
 }
 
 func hostPortAllowed(ranges []policy.HostPortRange, port int32) bool {

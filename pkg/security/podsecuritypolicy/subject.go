@@ -30,13 +30,13 @@ type container struct {
 
 // Paths of the pod-level fields, shared by every request.
 var (
-	podSCPath     = field.NewPath("spec", "securityContext")
-	sysctlsPath   = podSCPath.Child("sysctls")
-	annotations   = field.NewPath("pod", "metadata", "annotations")
-	seccompPod    = annotations.Key(api.SeccompPodAnnotationKey)
-	runtimeClass  = field.NewPath("spec", "runtimeClassName")
-	fsGroupPath   = podSCPath.Child("fsGroup")
-	suppGroupPath = podSCPath.Child("supplementalGroups")
+	podSCPath        = field.NewPath("spec", "securityContext")
+	sysctlsPath      = podSCPath.Child("sysctls")
+	annotations      = field.NewPath("pod", "metadata", "annotations")
+	seccompPod       = annotations.Key(api.SeccompPodAnnotationKey)
+	runtimeClassPath = field.NewPath("spec", "runtimeClassName")
+	fsGroupPath      = podSCPath.Child("fsGroup")
+	suppGroupPath    = podSCPath.Child("supplementalGroups")
 )
 
 // NewSubject prepares pod for the providers.

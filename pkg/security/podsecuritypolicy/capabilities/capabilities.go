@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 )
 
 // AllowAll in allowedCapabilities lets containers add any capability.
@@ -75,26 +77,30 @@ func sortedSet(caps []api.Capability) []api.Capability {
 }
 
 // Validate checks the capabilities of the securityContext at scPath.
-func (s *Strategy) Validate(scPath *field.Path, caps *api.Capabilities) field.ErrorList {
-	if caps == nil {
+func (s *Strategy) Validate(c *errs.Collector, scPath *field.Path, caps *api.Capabilities) {
+	switch {
+	case caps == nil:
 		if len(s.defaultAdd) > 0 || len(s.requiredDrop) > 0 {
-			return field.ErrorList{field.Invalid(scPath.Child("capabilities"), caps, "required capabilities are not set on the securityContext")}
+			c.Add(func() *field.Error {
+				return field.Invalid(scPath.Child("capabilities"), caps, "required capabilities are not set on the securityContext")
+			})
 		}
-		return nil
+		return
+	case s.allowAll:
+		return
 	}
-	if s.allowAll {
-		return nil
-	}
-	var errs field.ErrorList
-	for _, c := range caps.Add {
-		if !slices.Contains(s.defaultAdd, c) && !slices.Contains(s.allowed, c) {
-			errs = append(errs, field.Invalid(scPath.Child("capabilities", "add"), string(c), "capability may not be added"))
-		}
-	}
-	for _, c := range s.requiredDrop {
-		if !slices.Contains(caps.Drop, c) {
-			errs = append(errs, field.Invalid(scPath.Child("capabilities", "drop"), caps.Drop, string(c)+" is required to be dropped but was not found"))
+	for _, cap := range caps.Add {
+		if !slices.Contains(s.defaultAdd, cap) && !slices.Contains(s.allowed, cap) {
+			c.Add(func() *field.Error {
+				return field.Invalid(scPath.Child("capabilities", "add"), string(cap), "capability may not be added")
+			})
 		}
 	}
-	return errs
+	for _, cap := range s.requiredDrop {
+		if !slices.Contains(caps.Drop, cap) {
+			c.Add(func() *field.Error {
+				return field.Invalid(scPath.Child("capabilities", "drop"), caps.Drop, string(cap)+" is required to be dropped but was not found")
+			})
+		}
+	}
 }

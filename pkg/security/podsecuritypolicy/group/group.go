@@ -5,11 +5,13 @@ package group
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 )
 
 // The rules, common to the three group fields.
@@ -21,8 +23,9 @@ const (
 
 // Strategy defaults and checks group IDs.
 type Strategy struct {
-	rule   string
-	ranges []policy.IDRange
+	rule       string
+	ranges     []policy.IDRange
+	rangesText string // FormatRanges(ranges), printed once
 }
 
 // New builds the strategy for rule. MustRunAs and MayRunAs need a range;
@@ -37,7 +40,7 @@ func New(rule string, ranges []policy.IDRange) (*Strategy, error) {
 	default:
 		return nil, fmt.Errorf("unrecognized group strategy type %q", rule)
 	}
-	return &Strategy{rule: rule, ranges: ranges}, nil
+	return &Strategy{rule: rule, ranges: ranges, rangesText: FormatRanges(ranges)}, nil
 }
 
 // Default is the group a pod that sets none gets: the first range's minimum
@@ -50,39 +53,39 @@ func (s *Strategy) Default() (int64, bool) {
 }
 
 // ValidateOne checks a single optional group ID (runAsGroup, fsGroup).
-func (s *Strategy) ValidateOne(path *field.Path, id *int64) field.ErrorList {
+func (s *Strategy) ValidateOne(c *errs.Collector, path *field.Path, id *int64) {
 	switch {
 	case s.rule == RunAsAny:
-		return nil
 	case id == nil:
 		if s.rule == MustRunAs {
-			return field.ErrorList{field.Invalid(path, []int64{}, "unable to validate empty groups against required ranges")}
+			c.Add(func() *field.Error { return field.Invalid(path, []int64{}, emptyGroups) })
 		}
-		return nil
-	case InRanges(s.ranges, *id):
-		return nil
+	case !InRanges(s.ranges, *id):
+		c.Add(func() *field.Error { return field.Invalid(path, []int64{*id}, s.outOfRanges(*id)) })
 	}
-	return field.ErrorList{field.Invalid(path, []int64{*id}, fmt.Sprintf("group %d must be in the ranges: %s", *id, FormatRanges(s.ranges)))}
 }
 
 // ValidateList checks a list of group IDs (supplementalGroups).
-func (s *Strategy) ValidateList(path *field.Path, ids []int64) field.ErrorList {
-	if s.rule == RunAsAny {
-		return nil
-	}
-	if len(ids) == 0 {
+func (s *Strategy) ValidateList(c *errs.Collector, path *field.Path, ids []int64) {
+	switch {
+	case s.rule == RunAsAny:
+	case len(ids) == 0:
 		if s.rule == MustRunAs {
-			return field.ErrorList{field.Invalid(path, ids, "unable to validate empty groups against required ranges")}
+			c.Add(func() *field.Error { return field.Invalid(path, ids, emptyGroups) })
 		}
-		return nil
-	}
-	var errs field.ErrorList
-	for _, id := range ids {
-		if !InRanges(s.ranges, id) {
-			errs = append(errs, field.Invalid(path, ids, fmt.Sprintf("group %d must be in the ranges: %s", id, FormatRanges(s.ranges))))
+	default:
+		for _, id := range ids {
+			if !InRanges(s.ranges, id) {
+				c.Add(func() *field.Error { return field.Invalid(path, ids, s.outOfRanges(id)) })
+			}
 		}
 	}
-	return errs
+}
+
+const emptyGroups = "unable to validate empty groups against required ranges"
+
+func (s *Strategy) outOfRanges(id int64) string {
+	return "group " + strconv.FormatInt(id, 10) + " must be in the ranges: " + s.rangesText
 }
 
 // InRanges reports whether id lies in one of the inclusive ranges.

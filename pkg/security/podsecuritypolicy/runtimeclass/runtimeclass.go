@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 )
 
 // Strategy defaults and checks a pod's runtimeClassName. The zero value
@@ -42,9 +43,8 @@ func (s *Strategy) Default() *string {
 
 // Validate checks the pod's runtimeClassName at path. An unset name is
 // always allowed; an empty allowed list allows no name.
-func (s *Strategy) Validate(path *field.Path, name *string) field.ErrorList {
-	if !s.restricted || name == nil || s.allowAll || slices.Contains(s.allowed, *name) {
-		return nil
+func (s *Strategy) Validate(c *errs.Collector, path *field.Path, name *string) {
+	if s.restricted && name != nil && !s.allowAll && !slices.Contains(s.allowed, *name) {
+		c.Add(func() *field.Error { return field.Invalid(path, *name, "") })
 	}
-	return field.ErrorList{field.Invalid(path, *name, "")}
 }

@@ -15,12 +15,8 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
-)
-
-// The annotation forms that have no constant in v1.36's core API.
-const (
-	unconfined      = "unconfined"
-	localhostPrefix = "localhost/"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/profile"
 )
 
 // Strategy defaults and checks seccomp profiles.
@@ -67,14 +63,15 @@ func (s *Strategy) DefaultProfile() *api.SeccompProfile {
 }
 
 // Validate checks one effective profile ("" for none) at path.
-func (s *Strategy) Validate(path *field.Path, profile string) field.ErrorList {
-	if !s.allowAny && len(s.allowed) == 0 && profile != "" {
-		return field.ErrorList{field.Forbidden(path, "seccomp may not be set")}
+func (s *Strategy) Validate(c *errs.Collector, path *field.Path, profile string) {
+	switch {
+	case !s.allowAny && len(s.allowed) == 0 && profile != "":
+		c.Add(func() *field.Error { return field.Forbidden(path, "seccomp may not be set") })
+	case !s.allows(profile):
+		c.Add(func() *field.Error {
+			return field.Forbidden(path, fmt.Sprintf("%s is not an allowed seccomp profile. Valid values are %v", profile, s.allowedRaw))
+		})
 	}
-	if !s.allows(profile) {
-		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("%s is not an allowed seccomp profile. Valid values are %v", profile, s.allowedRaw))}
-	}
-	return nil
 }
 
 func (s *Strategy) allows(profile string) bool {
@@ -123,29 +120,18 @@ func ContainerProfile(pod *api.Pod, name string, sc *api.SecurityContext) string
 
 // nameFor writes a field in the annotation form.
 func nameFor(p *api.SeccompProfile) string {
-	switch p.Type {
-	case api.SeccompProfileTypeRuntimeDefault:
-		return api.SeccompProfileRuntimeDefault
-	case api.SeccompProfileTypeUnconfined:
-		return unconfined
-	case api.SeccompProfileTypeLocalhost:
-		if p.LocalhostProfile != nil {
-			return localhostPrefix + *p.LocalhostProfile
-		}
-	}
-	return ""
+	return profile.Name(string(p.Type), p.LocalhostProfile)
 }
 
-// fieldFor turns an annotation-form name into the field.
+// fieldFor turns an annotation-form name into the field; docker/default is
+// the runtime's default.
 func fieldFor(name string) (*api.SeccompProfile, error) {
-	switch {
-	case name == api.SeccompProfileRuntimeDefault, name == api.DeprecatedSeccompProfileDockerDefault:
-		return &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault}, nil
-	case name == unconfined:
-		return &api.SeccompProfile{Type: api.SeccompProfileTypeUnconfined}, nil
-	case strings.HasPrefix(name, localhostPrefix) && len(name) > len(localhostPrefix):
-		p := strings.TrimPrefix(name, localhostPrefix)
-		return &api.SeccompProfile{Type: api.SeccompProfileTypeLocalhost, LocalhostProfile: &p}, nil
+	if name == api.DeprecatedSeccompProfileDockerDefault {
+		name = profile.RuntimeDefault
 	}
-	return nil, fmt.Errorf("annotation %s: %q is not a seccomp profile a pod field can name", policy.SeccompDefaultProfileAnnotationKey, name)
+	typ, localhost, err := profile.Field(name)
+	if err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", policy.SeccompDefaultProfileAnnotationKey, err)
+	}
+	return &api.SeccompProfile{Type: api.SeccompProfileType(typ), LocalhostProfile: localhost}, nil
 }

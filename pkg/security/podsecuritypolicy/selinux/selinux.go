@@ -11,6 +11,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 )
 
 // Strategy defaults and checks seLinuxOptions.
@@ -47,32 +48,30 @@ func (s *Strategy) Default() *api.SELinuxOptions {
 // Validate checks the effective options (the container's, else the pod's)
 // of the securityContext at scPath. The level's categories may come in any
 // order.
-func (s *Strategy) Validate(scPath *field.Path, opts *api.SELinuxOptions) field.ErrorList {
-	if s.required == nil {
-		return nil
-	}
-	if opts == nil {
-		return field.ErrorList{field.Required(scPath.Child("seLinuxOptions"), "")}
-	}
+func (s *Strategy) Validate(c *errs.Collector, scPath *field.Path, opts *api.SELinuxOptions) {
 	r := s.required
-	if equalLevels(r.Level, opts.Level) && r.Role == opts.Role && r.Type == opts.Type && r.User == opts.User {
-		return nil
+	switch {
+	case r == nil:
+		return
+	case opts == nil:
+		c.Add(func() *field.Error { return field.Required(scPath.Child("seLinuxOptions"), "") })
+		return
 	}
-	path := scPath.Child("seLinuxOptions")
-	var errs field.ErrorList
-	if !equalLevels(s.required.Level, opts.Level) {
-		errs = append(errs, field.Invalid(path.Child("level"), opts.Level, "must be "+s.required.Level))
+	mismatch := func(name, got, want string) {
+		c.Add(func() *field.Error { return field.Invalid(scPath.Child("seLinuxOptions", name), got, "must be "+want) })
 	}
-	if s.required.Role != opts.Role {
-		errs = append(errs, field.Invalid(path.Child("role"), opts.Role, "must be "+s.required.Role))
+	if !equalLevels(r.Level, opts.Level) {
+		mismatch("level", opts.Level, r.Level)
 	}
-	if s.required.Type != opts.Type {
-		errs = append(errs, field.Invalid(path.Child("type"), opts.Type, "must be "+s.required.Type))
+	if r.Role != opts.Role {
+		mismatch("role", opts.Role, r.Role)
 	}
-	if s.required.User != opts.User {
-		errs = append(errs, field.Invalid(path.Child("user"), opts.User, "must be "+s.required.User))
+	if r.Type != opts.Type {
+		mismatch("type", opts.Type, r.Type)
 	}
-	return errs
+	if r.User != opts.User {
+		mismatch("user", opts.User, r.User)
+	}
 }
 
 // equalLevels compares MLS levels "sensitivity:categories", where the

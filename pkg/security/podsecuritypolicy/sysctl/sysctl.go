@@ -4,11 +4,14 @@ package sysctl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-helpers/node/util/sysctl"
 	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 )
 
 // Safe is the set of sysctls that v1.24's PodSecurityPolicy let every pod
@@ -36,28 +39,21 @@ func New(allowedUnsafe, forbidden []string) *Strategy {
 // Validate checks the pod's sysctls at path (one error per refused entry).
 // A forbidden sysctl is refused even when it is safe. Names written with
 // "/" separators are judged as their "." form.
-func (s *Strategy) Validate(path *field.Path, sysctls []api.Sysctl) field.ErrorList {
-	var errs field.ErrorList
+func (s *Strategy) Validate(c *errs.Collector, path *field.Path, sysctls []api.Sysctl) {
 	for i, sc := range sysctls {
 		name := sysctl.NormalizeName(sc.Name)
 		switch {
 		case matches(s.forbidden, name):
-			errs = append(errs, field.Forbidden(path.Index(i), fmt.Sprintf("sysctl %q is not allowed", sc.Name)))
-		case isSafe(name), matches(s.allowedUnsafe, name):
+			c.Add(func() *field.Error {
+				return field.Forbidden(path.Index(i), fmt.Sprintf("sysctl %q is not allowed", sc.Name))
+			})
+		case slices.Contains(Safe, name), matches(s.allowedUnsafe, name):
 		default:
-			errs = append(errs, field.Forbidden(path.Index(i), fmt.Sprintf("unsafe sysctl %q is not allowed", sc.Name)))
+			c.Add(func() *field.Error {
+				return field.Forbidden(path.Index(i), fmt.Sprintf("unsafe sysctl %q is not allowed", sc.Name))
+			})
 		}
 	}
-	return errs
-}
-
-func isSafe(name string) bool {
-	for _, s := range Safe {
-		if s == name {
-			return true
-		}
-	}
-	return false
 }
 
 // matches reports whether name equals an entry or starts with the prefix of

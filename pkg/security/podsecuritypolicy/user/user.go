@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/group"
 )
 
@@ -15,6 +16,7 @@ import (
 type Strategy struct {
 	rule   policy.RunAsUserStrategy
 	ranges []policy.IDRange
+	detail string // the out-of-range message, printed once
 }
 
 // New builds the strategy. MustRunAs needs a range; the API accepts a
@@ -29,7 +31,7 @@ func New(opts policy.RunAsUserStrategyOptions) (*Strategy, error) {
 	default:
 		return nil, fmt.Errorf("unrecognized RunAsUser strategy type %q", opts.Rule)
 	}
-	return &Strategy{rule: opts.Rule, ranges: opts.Ranges}, nil
+	return &Strategy{rule: opts.Rule, ranges: opts.Ranges, detail: "must be in the ranges: " + group.FormatRanges(opts.Ranges)}, nil
 }
 
 // Default is the UID a container without one gets: the first range's
@@ -49,24 +51,25 @@ func (s *Strategy) RequiresNonRoot() bool {
 
 // Validate checks the effective runAsNonRoot and runAsUser (container's,
 // else pod's) of the container whose securityContext is at path.
-func (s *Strategy) Validate(path *field.Path, runAsNonRoot *bool, runAsUser *int64) field.ErrorList {
+func (s *Strategy) Validate(c *errs.Collector, path *field.Path, runAsNonRoot *bool, runAsUser *int64) {
 	switch s.rule {
 	case policy.RunAsUserStrategyMustRunAs:
-		if runAsUser == nil {
-			return field.ErrorList{field.Required(path.Child("runAsUser"), "")}
-		}
-		if !group.InRanges(s.ranges, *runAsUser) {
-			return field.ErrorList{field.Invalid(path.Child("runAsUser"), *runAsUser, "must be in the ranges: "+group.FormatRanges(s.ranges))}
+		switch {
+		case runAsUser == nil:
+			c.Add(func() *field.Error { return field.Required(path.Child("runAsUser"), "") })
+		case !group.InRanges(s.ranges, *runAsUser):
+			c.Add(func() *field.Error { return field.Invalid(path.Child("runAsUser"), *runAsUser, s.detail) })
 		}
 	case policy.RunAsUserStrategyMustRunAsNonRoot:
 		switch {
 		case runAsNonRoot == nil && runAsUser == nil:
-			return field.ErrorList{field.Required(path.Child("runAsNonRoot"), "must be true")}
+			c.Add(func() *field.Error { return field.Required(path.Child("runAsNonRoot"), "must be true") })
 		case runAsNonRoot != nil && !*runAsNonRoot:
-			return field.ErrorList{field.Invalid(path.Child("runAsNonRoot"), *runAsNonRoot, "must be true")}
+			c.Add(func() *field.Error { return field.Invalid(path.Child("runAsNonRoot"), *runAsNonRoot, "must be true") })
 		case runAsUser != nil && *runAsUser == 0:
-			return field.ErrorList{field.Invalid(path.Child("runAsUser"), *runAsUser, "running with the root UID is forbidden")}
+			c.Add(func() *field.Error {
+				return field.Invalid(path.Child("runAsUser"), *runAsUser, "running with the root UID is forbidden")
+			})
 		}
 	}
-	return nil
 }

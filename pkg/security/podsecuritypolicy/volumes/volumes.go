@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/core/pods"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/hostpath"
 )
 
@@ -35,56 +36,63 @@ func New(spec *policy.PodSecurityPolicySpec) *Strategy {
 	}
 }
 
-// Validate checks every volume of the pod. It allocates nothing for a pod
-// it admits.
-func (s *Strategy) Validate(pod *api.Pod) field.ErrorList {
-	var errs field.ErrorList
+// Validate checks every volume of the pod.
+func (s *Strategy) Validate(c *errs.Collector, pod *api.Pod) {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		fsType, ok := TypeOf(v)
 		if !ok {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "securityContext", "volumes").Index(i), "", fmt.Sprintf("unknown volume type for volume: %#v", v.VolumeSource)))
+			c.Add(func() *field.Error {
+				return field.Invalid(field.NewPath("spec", "volumes").Index(i), "", fmt.Sprintf("unknown volume type for volume: %#v", v.VolumeSource))
+			})
 			continue
 		}
 		if !s.allowAll && !slices.Contains(s.types, fsType) &&
 			!(fsType == policy.Projected && slices.Contains(s.types, policy.Secret) && isServiceAccountToken(v.Projected)) {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "volumes").Index(i), string(fsType), fmt.Sprintf("%s volumes are not allowed to be used", fsType)))
+			c.Add(func() *field.Error {
+				return field.Invalid(field.NewPath("spec", "volumes").Index(i), string(fsType), fmt.Sprintf("%s volumes are not allowed to be used", fsType))
+			})
 			continue
 		}
 		switch fsType {
 		case policy.HostPath:
 			allowed, readOnly := hostpath.Allows(s.hostPaths, v.HostPath.Path)
 			if !allowed {
-				errs = append(errs, field.Invalid(field.NewPath("spec", "volumes").Index(i).Child("hostPath", "pathPrefix"), v.HostPath.Path, "is not allowed to be used"))
+				c.Add(func() *field.Error {
+					return field.Invalid(field.NewPath("spec", "volumes").Index(i).Child("hostPath", "pathPrefix"), v.HostPath.Path, "is not allowed to be used")
+				})
 			} else if readOnly {
-				errs = append(errs, readOnlyMounts(pod, v.Name)...)
+				readOnlyMounts(c, pod, v.Name)
 			}
 		case policy.FlexVolume:
 			if len(s.flexes) > 0 && !slices.ContainsFunc(s.flexes, func(f policy.AllowedFlexVolume) bool { return f.Driver == v.FlexVolume.Driver }) {
-				errs = append(errs, field.Invalid(field.NewPath("spec", "volumes").Index(i).Child("driver"), v.FlexVolume.Driver, "Flexvolume driver is not allowed to be used"))
+				c.Add(func() *field.Error {
+					return field.Invalid(field.NewPath("spec", "volumes").Index(i).Child("driver"), v.FlexVolume.Driver, "Flexvolume driver is not allowed to be used")
+				})
 			}
 		case policy.CSI:
 			if len(s.csiDrivers) > 0 && !slices.ContainsFunc(s.csiDrivers, func(d policy.AllowedCSIDriver) bool { return d.Name == v.CSI.Driver }) {
-				errs = append(errs, field.Invalid(field.NewPath("spec", "volumes").Index(i).Child("csi", "driver"), v.CSI.Driver, "Inline CSI driver is not allowed to be used"))
+				c.Add(func() *field.Error {
+					return field.Invalid(field.NewPath("spec", "volumes").Index(i).Child("csi", "driver"), v.CSI.Driver, "Inline CSI driver is not allowed to be used")
+				})
 			}
 		}
 	}
-	return errs
 }
 
-// readOnlyMounts returns an error for each mount of the named volume, in
-// any container, that is not read-only.
-func readOnlyMounts(pod *api.Pod, volume string) field.ErrorList {
-	var errs field.ErrorList
-	pods.VisitContainersWithPath(&pod.Spec, field.NewPath("spec"), func(c *api.Container, path *field.Path) bool {
-		for j, m := range c.VolumeMounts {
+// readOnlyMounts adds an error for each mount of the named volume, in any
+// container, that is not read-only.
+func readOnlyMounts(c *errs.Collector, pod *api.Pod, volume string) {
+	pods.VisitContainersWithPath(&pod.Spec, field.NewPath("spec"), func(ctr *api.Container, path *field.Path) bool {
+		for j, m := range ctr.VolumeMounts {
 			if m.Name == volume && !m.ReadOnly {
-				errs = append(errs, field.Invalid(path.Child("volumeMounts").Index(j).Child("readOnly"), m.ReadOnly, "must be read-only"))
+				c.Add(func() *field.Error {
+					return field.Invalid(path.Child("volumeMounts").Index(j).Child("readOnly"), m.ReadOnly, "must be read-only")
+				})
 			}
 		}
 		return true
 	})
-	return errs
 }
 
 // isServiceAccountToken reports whether a projected volume holds only what

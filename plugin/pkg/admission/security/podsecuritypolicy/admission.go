@@ -205,11 +205,12 @@ var errNoProviders = errors.New("no providers available to validate pod request"
 // (pod itself when unchanged, or a mutated copy) and the policy's name, or
 // nil and the errors of every policy the requester may use.
 //
-// Unlike v1.24 it does not copy, mutate and compare the pod for every
+// Unlike v1.24 it does not deep-copy, mutate and compare the pod for every
 // policy: Mutates tells without a copy whether a policy would change the
-// pod, the per-pod work (paths, effective profiles) is done once in a
-// Subject, and the authorizer is consulted only for policies that accept
-// the pod, or on rejection. The outcome is the same.
+// pod, Mutated copies only what the defaults write, the per-pod work
+// (paths, effective profiles) is done once in a Subject, Admits stops at a
+// policy's first error, and the authorizer is consulted only for policies
+// that accept the pod, or on rejection. The outcome is the same.
 func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Pod, mutationAllowed bool, hint string) (*api.Pod, string, field.ErrorList, error) {
 	providers := p.policies.providers()
 	if len(providers) == 0 {
@@ -226,33 +227,30 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 			}
 			continue
 		}
-		if len(pr.Validate(subject)) == 0 && requester.mayUse(pr.Name()) {
+		if pr.Admits(subject) && requester.mayUse(pr.Name()) {
 			return pod, pr.Name(), nil, nil
 		}
 	}
 	for _, pr := range mutating {
-		mutated := pod.DeepCopy()
-		pr.MutatePod(mutated)
-		if len(pr.ValidatePod(mutated)) == 0 && requester.mayUse(pr.Name()) {
+		mutated := pr.Mutated(pod)
+		if pr.Admits(podsecuritypolicy.NewSubject(mutated)) && requester.mayUse(pr.Name()) {
 			return mutated, pr.Name(), nil, nil
 		}
 	}
-	return nil, "", rejection(ordered, pod, subject, mutationAllowed, requester), nil
+	return nil, "", rejection(ordered, pod, subject, requester), nil
 }
 
 // rejection gathers the errors of every policy the requester may use, in
-// the order they were tried.
-func rejection(ordered func(func(*podsecuritypolicy.Provider) bool), pod *api.Pod, subject *podsecuritypolicy.Subject, mutationAllowed bool, requester *requester) field.ErrorList {
+// the order they were tried. As in v1.24, a policy is judged on the pod
+// with its defaults applied, even where mutation is not allowed.
+func rejection(ordered func(func(*podsecuritypolicy.Provider) bool), pod *api.Pod, subject *podsecuritypolicy.Subject, requester *requester) field.ErrorList {
 	all := field.ErrorList{}
 	for pr := range ordered {
 		var errs field.ErrorList
-		switch {
-		case !pr.Mutates(pod):
+		if pr.Mutates(pod) {
+			errs = pr.ValidatePod(pr.Mutated(pod))
+		} else {
 			errs = pr.Validate(subject)
-		case mutationAllowed:
-			mutated := pod.DeepCopy()
-			pr.MutatePod(mutated)
-			errs = pr.ValidatePod(mutated)
 		}
 		if len(errs) > 0 && requester.mayUse(pr.Name()) {
 			all = append(all, errs...)
@@ -293,6 +291,7 @@ type requester struct {
 	namespace      string
 	user           user.Info
 	serviceAccount string
+	saInfo         user.Info // built on first use
 }
 
 func newRequester(ctx context.Context, authz authorizer.Authorizer, a admission.Attributes, pod *api.Pod) *requester {
@@ -303,8 +302,13 @@ func newRequester(ctx context.Context, authz authorizer.Authorizer, a admission.
 // verb use on the policy, in API group policy or (for old Roles)
 // extensions, in the pod's namespace.
 func (r *requester) mayUse(name string) bool {
-	if r.serviceAccount != "" && r.allowed(serviceaccount.UserInfo(r.namespace, r.serviceAccount, ""), name) {
-		return true
+	if r.serviceAccount != "" {
+		if r.saInfo == nil {
+			r.saInfo = serviceaccount.UserInfo(r.namespace, r.serviceAccount, "")
+		}
+		if r.allowed(r.saInfo, name) {
+			return true
+		}
 	}
 	return r.user != nil && r.allowed(r.user, name)
 }

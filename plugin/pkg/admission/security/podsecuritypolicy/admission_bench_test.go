@@ -1,0 +1,193 @@
+package podsecuritypolicy
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
+	"k8s.io/client-go/tools/cache"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
+	"k8s.io/utils/ptr"
+
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+)
+
+// The benchmark cluster has one namespace per team, team-000 to
+// team-<n-1>. Each team has a restricted-style policy of its own, with its
+// own UID range, that its service account "app" may use through a
+// RoleBinding in the team's namespace; each team's admins group may use it
+// everywhere through a ClusterRoleBinding. The pod is created by the
+// ReplicaSet controller, which may use no policy, for the last team by
+// name: every other policy is tried first and refuses it.
+func benchCluster(b *testing.B, n int) (*Plugin, *api.Pod, user.Info) {
+	b.Helper()
+	clusterRoles := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	clusterRoleBindings := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	roles := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	roleBindings := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	p := NewPlugin()
+	for i := range n {
+		team := fmt.Sprintf("team-%03d", i)
+		p.policies.set(teamPolicy(team, int64(10000+1000*i)))
+		must(b, clusterRoles.Add(&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "psp:" + team},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}, ResourceNames: []string{team},
+			}},
+		}))
+		role := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "psp:" + team}
+		must(b, roleBindings.Add(&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "psp:" + team, Namespace: team},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "app", Namespace: team}},
+			RoleRef:    role,
+		}))
+		must(b, clusterRoleBindings.Add(&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "psp:" + team + ":admins"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: team + ":admins"}},
+			RoleRef:    role,
+		}))
+	}
+	p.SetAuthorizer(rbac.New(
+		&rbac.RoleGetter{Lister: rbaclisters.NewRoleLister(roles)},
+		&rbac.RoleBindingLister{Lister: rbaclisters.NewRoleBindingLister(roleBindings)},
+		&rbac.ClusterRoleGetter{Lister: rbaclisters.NewClusterRoleLister(clusterRoles)},
+		&rbac.ClusterRoleBindingLister{Lister: rbaclisters.NewClusterRoleBindingLister(clusterRoleBindings)},
+	))
+	last := fmt.Sprintf("team-%03d", n-1)
+	controller := &user.DefaultInfo{Name: "system:serviceaccount:kube-system:replicaset-controller", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
+	return p, benchPod(last, int64(10000+1000*(n-1))), controller
+}
+
+// teamPolicy is a restricted policy whose UIDs and groups start at uid.
+func teamPolicy(name string, uid int64) *policy.PodSecurityPolicy {
+	ranges := []policy.IDRange{{Min: uid, Max: uid + 999}}
+	return &policy.PodSecurityPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			policy.SeccompAllowedProfilesAnnotationKey: "runtime/default",
+			policy.SeccompDefaultProfileAnnotationKey:  "runtime/default",
+		}},
+		Spec: policy.PodSecurityPolicySpec{
+			RequiredDropCapabilities: []api.Capability{"ALL"},
+			Volumes:                  []policy.FSType{policy.ConfigMap, policy.EmptyDir, policy.Projected, policy.Secret, policy.DownwardAPI, policy.PersistentVolumeClaim},
+			RunAsUser:                policy.RunAsUserStrategyOptions{Rule: policy.RunAsUserStrategyMustRunAs, Ranges: ranges},
+			SELinux:                  policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyRunAsAny},
+			SupplementalGroups:       policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyMayRunAs, Ranges: ranges},
+			FSGroup:                  policy.FSGroupStrategyOptions{Rule: policy.FSGroupStrategyMustRunAs, Ranges: ranges},
+			AllowPrivilegeEscalation: ptr.To(false),
+		},
+	}
+}
+
+// benchPod is a Deployment's pod as it reaches the plugin: one container,
+// the service account token volume, and a security context that the
+// team's policy accepts as it is.
+func benchPod(namespace string, uid int64) *api.Pod {
+	return &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-7887448d46-85tzk", Namespace: namespace, Labels: map[string]string{"app": "web"}},
+		Spec: api.PodSpec{
+			ServiceAccountName: "app",
+			SecurityContext: &api.PodSecurityContext{
+				RunAsUser: ptr.To(uid), FSGroup: ptr.To(uid), RunAsNonRoot: ptr.To(true),
+				SeccompProfile: &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []api.Container{{
+				Name: "web", Image: "registry.example/web:1.0",
+				Ports:        []api.ContainerPort{{ContainerPort: 8080, Protocol: api.ProtocolTCP}},
+				VolumeMounts: []api.VolumeMount{{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+				SecurityContext: &api.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &api.Capabilities{Drop: []api.Capability{"ALL"}},
+				},
+			}},
+			Volumes: []api.Volume{{Name: "kube-api-access", VolumeSource: api.VolumeSource{Projected: &api.ProjectedVolumeSource{Sources: []api.VolumeProjection{
+				{ServiceAccountToken: &api.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: 3607}},
+				{ConfigMap: &api.ConfigMapProjection{LocalObjectReference: api.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []api.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+				{DownwardAPI: &api.DownwardAPIProjection{Items: []api.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &api.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+			}}}}},
+		},
+	}
+}
+
+// BenchmarkAdmit, BenchmarkValidate and BenchmarkCreate measure the
+// plugin's two phases for one pod creation, alone and together (the
+// apiserver runs Validate on Admit's result).
+func BenchmarkAdmit(b *testing.B)    { benchPhases(b, true, false) }
+func BenchmarkValidate(b *testing.B) { benchPhases(b, false, true) }
+func BenchmarkCreate(b *testing.B)   { benchPhases(b, true, true) }
+
+func benchPhases(b *testing.B, admit, validate bool) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
+			p, pod, requester := benchCluster(b, n)
+			ctx := context.Background()
+			a := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("version"), pod.Namespace, pod.Name,
+				api.Resource("pods").WithVersion("version"), "", admission.Create, &metav1.CreateOptions{}, false, requester)
+			if !admit { // Validate sees the pod as Admit left it.
+				must(b, p.Admit(ctx, a, nil))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if admit {
+					delete(pod.Annotations, ValidatedPSPAnnotation)
+					must(b, p.Admit(ctx, a, nil))
+				}
+				if validate {
+					must(b, p.Validate(ctx, a, nil))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAdmitHarderCases are the team cluster with 100 policies and
+// pods that cost more: one that every policy accepts unchanged but only the
+// last one's grant covers (the authorizer is asked for each policy, four
+// times: two identities, two API groups), and one without user, groups or
+// seccomp profile, which only policies that default them accept (each
+// policy is tried on a copy).
+func BenchmarkAdmitHarderCases(b *testing.B) {
+	cases := map[string]func(p *Plugin, pod *api.Pod){
+		"every-policy-accepts-last-granted": func(p *Plugin, pod *api.Pod) {
+			for _, pr := range p.policies.providers() {
+				psp := teamPolicy(pr.Name(), 10000)
+				psp.Spec.RunAsUser.Ranges[0].Max = 1 << 30
+				psp.Spec.FSGroup.Ranges[0].Max = 1 << 30
+				p.policies.set(psp)
+			}
+		},
+		"mutated-by-last": func(p *Plugin, pod *api.Pod) {
+			pod.Spec.SecurityContext = nil
+		},
+	}
+	for name, setup := range cases {
+		b.Run(name, func(b *testing.B) {
+			p, pod, requester := benchCluster(b, 100)
+			setup(p, pod)
+			ctx := context.Background()
+			a := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("version"), pod.Namespace, pod.Name,
+				api.Resource("pods").WithVersion("version"), "", admission.Create, &metav1.CreateOptions{}, false, requester)
+			original := pod.DeepCopy()
+			b.ReportAllocs()
+			for b.Loop() {
+				*pod = *original.DeepCopy()
+				must(b, p.Admit(ctx, a, nil))
+			}
+			if got := pod.Annotations[ValidatedPSPAnnotation]; got != "team-099" {
+				b.Fatalf("admitted by %q, want team-099", got)
+			}
+		})
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
