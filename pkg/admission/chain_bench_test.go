@@ -6,23 +6,34 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
 	"github.com/turnstile-k8s/turnstile/test/fixtures"
 )
 
-// wireInformers gives plugins the informer factory and client the
-// apiserver's generic initializer would.
+// wireInformers gives plugins the informer factory, clients and authorizer
+// the apiserver's generic initializer would.
 type wireInformers struct {
 	factory informers.SharedInformerFactory
 	client  kubernetes.Interface
+	dynamic dynamic.Interface
+	authz   authorizer.Authorizer
 }
 
 func (w wireInformers) Initialize(p admission.Interface) {
@@ -32,10 +43,42 @@ func (w wireInformers) Initialize(p admission.Interface) {
 	if x, ok := p.(initializer.WantsExternalKubeClientSet); ok {
 		x.SetExternalKubeClientSet(w.client)
 	}
+	if x, ok := p.(initializer.WantsDynamicClient); ok {
+		x.SetDynamicClient(w.dynamic)
+	}
+	if x, ok := p.(initializer.WantsAuthorizer); ok {
+		x.SetAuthorizer(w.authz)
+	}
+}
+
+// anyPodPolicy is a PodSecurityPolicy that admits the fixture pod as it
+// is, so that PodSecurityPolicy runs to the end in the chain. Its cost with
+// many policies and RBAC grants is in the plugin's own benchmarks.
+func anyPodPolicy(b *testing.B) *unstructured.Unstructured {
+	psp := &policyv1beta1.PodSecurityPolicy{
+		TypeMeta: metav1.TypeMeta{APIVersion: policyv1beta1.SchemeGroupVersion.String(), Kind: "PodSecurityPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: "any", Annotations: map[string]string{
+			policy.SeccompAllowedProfilesAnnotationKey: policy.SeccompAllowAny,
+		}},
+		Spec: policyv1beta1.PodSecurityPolicySpec{
+			Volumes:            []policyv1beta1.FSType{policyv1beta1.All},
+			RunAsUser:          policyv1beta1.RunAsUserStrategyOptions{Rule: policyv1beta1.RunAsUserStrategyRunAsAny},
+			SELinux:            policyv1beta1.SELinuxStrategyOptions{Rule: policyv1beta1.SELinuxStrategyRunAsAny},
+			SupplementalGroups: policyv1beta1.SupplementalGroupsStrategyOptions{Rule: policyv1beta1.SupplementalGroupsStrategyRunAsAny},
+			FSGroup:            policyv1beta1.FSGroupStrategyOptions{Rule: policyv1beta1.FSGroupStrategyRunAsAny},
+		},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(psp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: obj}
 }
 
 // ourChain builds the admission chain of every plugin we register, in our
-// order, through upstream's registry code, with no configuration.
+// order, through upstream's registry code, with no configuration, and
+// starts the informers the plugins registered. The pods are in the
+// informers' cache; the client's actions are cleared.
 func ourChain(b *testing.B, pods ...*corev1.Pod) (admission.ValidationInterface, *fake.Clientset) {
 	plugins := admission.NewPlugins()
 	for _, r := range registrations {
@@ -49,17 +92,28 @@ func ourChain(b *testing.B, pods ...*corev1.Pod) (admission.ValidationInterface,
 	if err != nil {
 		b.Fatal(err)
 	}
-	client := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
+	var objects []runtime.Object
 	for _, p := range pods {
-		if err := factory.Core().V1().Pods().Informer().GetIndexer().Add(p); err != nil {
-			b.Fatal(err)
-		}
+		objects = append(objects, p)
 	}
-	chain, err := plugins.NewFromPlugins(names, noConfig, wireInformers{factory, client}, nil)
+	client := fake.NewClientset(objects...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	psps := policyv1beta1.SchemeGroupVersion.WithResource("podsecuritypolicies")
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{psps: "PodSecurityPolicyList"}, anyPodPolicy(b))
+	wiring := wireInformers{factory: factory, client: client, dynamic: dyn, authz: authorizerfactory.NewAlwaysAllowAuthorizer()}
+	chain, err := plugins.NewFromPlugins(names, noConfig, wiring, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			b.Fatalf("informer for %v did not sync", typ)
+		}
+	}
+	client.ClearActions()
 	return chain.(admission.ValidationInterface), client
 }
 
@@ -69,14 +123,17 @@ func BenchmarkChain(b *testing.B) {
 	if err := corev1conversion.Convert_v1_Pod_To_core_Pod(cached, &pod, nil); err != nil {
 		b.Fatal(err)
 	}
+	// PodSecurityPolicy admits a pod only for a user (or service account)
+	// that may use a policy; the authorizer allows everyone.
+	requester := &user.DefaultInfo{Name: "deployer", Groups: []string{user.AllAuthenticated}}
 	for _, bc := range []struct {
 		name  string
 		attrs admission.Attributes
 	}{
 		{"pod-create", admission.NewAttributesRecord(&pod, nil, api.Kind("Pod").WithVersion("v1"), "shop", "web",
-			api.Resource("pods").WithVersion("v1"), "", admission.Create, &metav1.CreateOptions{}, false, nil)},
+			api.Resource("pods").WithVersion("v1"), "", admission.Create, &metav1.CreateOptions{}, false, requester)},
 		{"pod-exec", admission.NewAttributesRecord(&api.PodExecOptions{Container: "app"}, nil, api.Kind("PodExecOptions").WithVersion("v1"), "shop", "web",
-			api.Resource("pods").WithVersion("v1"), "exec", admission.Connect, nil, false, nil)},
+			api.Resource("pods").WithVersion("v1"), "exec", admission.Connect, nil, false, requester)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			chain, client := ourChain(b, cached)
