@@ -15,6 +15,7 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/profile"
 )
 
 // Strategy defaults and checks AppArmor profiles.
@@ -98,29 +99,14 @@ func ContainerHasProfile(pod *api.Pod, name string, sc *api.SecurityContext) boo
 
 // nameFor writes a field in the annotation form.
 func nameFor(p *api.AppArmorProfile) string {
-	switch p.Type {
-	case api.AppArmorProfileTypeRuntimeDefault:
-		return api.DeprecatedAppArmorAnnotationValueRuntimeDefault
-	case api.AppArmorProfileTypeUnconfined:
-		return api.DeprecatedAppArmorAnnotationValueUnconfined
-	case api.AppArmorProfileTypeLocalhost:
-		if p.LocalhostProfile != nil {
-			return api.DeprecatedAppArmorAnnotationValueLocalhostPrefix + *p.LocalhostProfile
-		}
-	}
-	return ""
+	return profile.Name(string(p.Type), p.LocalhostProfile)
 }
 
 // fieldFor turns an annotation-form name into the field.
 func fieldFor(name string) (*api.AppArmorProfile, error) {
-	switch {
-	case name == api.DeprecatedAppArmorAnnotationValueRuntimeDefault:
-		return &api.AppArmorProfile{Type: api.AppArmorProfileTypeRuntimeDefault}, nil
-	case name == api.DeprecatedAppArmorAnnotationValueUnconfined:
-		return &api.AppArmorProfile{Type: api.AppArmorProfileTypeUnconfined}, nil
-	case strings.HasPrefix(name, api.DeprecatedAppArmorAnnotationValueLocalhostPrefix) && len(name) > len(api.DeprecatedAppArmorAnnotationValueLocalhostPrefix):
-		p := strings.TrimPrefix(name, api.DeprecatedAppArmorAnnotationValueLocalhostPrefix)
-		return &api.AppArmorProfile{Type: api.AppArmorProfileTypeLocalhost, LocalhostProfile: &p}, nil
+	typ, localhost, err := profile.Field(name)
+	if err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", policy.AppArmorDefaultProfileAnnotationKey, err)
 	}
-	return nil, fmt.Errorf("annotation %s: %q is not an AppArmor profile a pod field can name", policy.AppArmorDefaultProfileAnnotationKey, name)
+	return &api.AppArmorProfile{Type: api.AppArmorProfileType(typ), LocalhostProfile: localhost}, nil
 }

@@ -16,12 +16,7 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
-)
-
-// The annotation forms that have no constant in v1.36's core API.
-const (
-	unconfined      = "unconfined"
-	localhostPrefix = "localhost/"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/profile"
 )
 
 // Strategy defaults and checks seccomp profiles.
@@ -125,29 +120,18 @@ func ContainerProfile(pod *api.Pod, name string, sc *api.SecurityContext) string
 
 // nameFor writes a field in the annotation form.
 func nameFor(p *api.SeccompProfile) string {
-	switch p.Type {
-	case api.SeccompProfileTypeRuntimeDefault:
-		return api.SeccompProfileRuntimeDefault
-	case api.SeccompProfileTypeUnconfined:
-		return unconfined
-	case api.SeccompProfileTypeLocalhost:
-		if p.LocalhostProfile != nil {
-			return localhostPrefix + *p.LocalhostProfile
-		}
-	}
-	return ""
+	return profile.Name(string(p.Type), p.LocalhostProfile)
 }
 
-// fieldFor turns an annotation-form name into the field.
+// fieldFor turns an annotation-form name into the field; docker/default is
+// the runtime's default.
 func fieldFor(name string) (*api.SeccompProfile, error) {
-	switch {
-	case name == api.SeccompProfileRuntimeDefault, name == api.DeprecatedSeccompProfileDockerDefault:
-		return &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault}, nil
-	case name == unconfined:
-		return &api.SeccompProfile{Type: api.SeccompProfileTypeUnconfined}, nil
-	case strings.HasPrefix(name, localhostPrefix) && len(name) > len(localhostPrefix):
-		p := strings.TrimPrefix(name, localhostPrefix)
-		return &api.SeccompProfile{Type: api.SeccompProfileTypeLocalhost, LocalhostProfile: &p}, nil
+	if name == api.DeprecatedSeccompProfileDockerDefault {
+		name = profile.RuntimeDefault
 	}
-	return nil, fmt.Errorf("annotation %s: %q is not a seccomp profile a pod field can name", policy.SeccompDefaultProfileAnnotationKey, name)
+	typ, localhost, err := profile.Field(name)
+	if err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", policy.SeccompDefaultProfileAnnotationKey, err)
+	}
+	return &api.SeccompProfile{Type: api.SeccompProfileType(typ), LocalhostProfile: localhost}, nil
 }

@@ -237,20 +237,20 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 			return mutated, pr.Name(), nil, nil
 		}
 	}
-	return nil, "", rejection(ordered, pod, subject, mutationAllowed, requester), nil
+	return nil, "", rejection(ordered, pod, subject, requester), nil
 }
 
 // rejection gathers the errors of every policy the requester may use, in
-// the order they were tried.
-func rejection(ordered func(func(*podsecuritypolicy.Provider) bool), pod *api.Pod, subject *podsecuritypolicy.Subject, mutationAllowed bool, requester *requester) field.ErrorList {
+// the order they were tried. As in v1.24, a policy is judged on the pod
+// with its defaults applied, even where mutation is not allowed.
+func rejection(ordered func(func(*podsecuritypolicy.Provider) bool), pod *api.Pod, subject *podsecuritypolicy.Subject, requester *requester) field.ErrorList {
 	all := field.ErrorList{}
 	for pr := range ordered {
 		var errs field.ErrorList
-		switch {
-		case !pr.Mutates(pod):
-			errs = pr.Validate(subject)
-		case mutationAllowed:
+		if pr.Mutates(pod) {
 			errs = pr.ValidatePod(pr.Mutated(pod))
+		} else {
+			errs = pr.Validate(subject)
 		}
 		if len(errs) > 0 && requester.mayUse(pr.Name()) {
 			all = append(all, errs...)

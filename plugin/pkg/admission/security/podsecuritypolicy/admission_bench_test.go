@@ -185,9 +185,9 @@ func BenchmarkAdmitHarderCases(b *testing.B) {
 	}
 }
 
-func must(b *testing.B, err error) {
-	b.Helper()
+func must(t testing.TB, err error) {
+	t.Helper()
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 }
