@@ -847,7 +847,9 @@ func testPSPEphemeralContainers(t *testing.T, e *pspEnv) {
 	withCap := pspPinnedContainerSC()
 	withCap.Capabilities.Add = append(withCap.Capabilities.Add, "SYS_ADMIN")
 
-	pspExpectDenied(t, "ephemeral container the policy would have to change", pspAddEphemeral(frank, e.nsA, pod, "debug-unset", nil, metav1.UpdateOptions{}), pod, pspCannotValidate)
+	// mutating-ranges would accept debug-unset with its defaults, so it
+	// reports no error; but nothing is defaulted here.
+	pspExpectDenied(t, "ephemeral container the policy would have to change", pspAddEphemeral(frank, e.nsA, pod, "debug-unset", nil, metav1.UpdateOptions{}), pod, pspNoneToValidate)
 	pspExpectDenied(t, "ephemeral container adding SYS_ADMIN", pspAddEphemeral(frank, e.nsA, pod, "debug-sys-admin", withCap, metav1.UpdateOptions{}), pod,
 		pspCannotValidate, "spec.ephemeralContainers[0].securityContext.capabilities.add", "capability may not be added")
 	if err := pspAddEphemeral(frank, e.nsA, pod, "debug-pinned", pspPinnedContainerSC(), metav1.UpdateOptions{}); err != nil {
@@ -884,7 +886,8 @@ func testPSPPodSecurityFirst(t *testing.T, e *pspEnv) {
 	if err != nil && strings.Contains(err.Error(), "PodSecurityPolicy") {
 		t.Errorf("the refusal comes from PodSecurityPolicy, which runs after PodSecurity: %v", err)
 	}
-	pspExpectDenied(t, "privileged ephemeral container in namespace a", pspAddEphemeral(alice, e.nsA, plain, "debug", privileged, metav1.UpdateOptions{}), plain, pspCannotValidate)
+	pspExpectDenied(t, "privileged ephemeral container in namespace a", pspAddEphemeral(alice, e.nsA, plain, "debug", privileged, metav1.UpdateOptions{}), plain,
+		pspCannotValidate, "spec.ephemeralContainers[0].securityContext.privileged", "Privileged containers are not allowed")
 
 	pspExpectDenied(t, "without the plugin, in namespace enforce", pspAddEphemeral(offAlice, e.nsEnf, enforced, "debug", privileged, pspUpdateDryRun), enforced, pspViolatesPSA)
 	if err := pspAddEphemeral(offAlice, e.nsA, plain, "debug", privileged, pspUpdateDryRun); err != nil {
