@@ -284,9 +284,7 @@ func (p *Provider) ValidatePod(pod *api.Pod) field.ErrorList {
 
 // Validate returns every way the subject breaks the policy.
 func (p *Provider) Validate(s *Subject) field.ErrorList {
-	var c errs.Collector
-	p.validate(s, &c)
-	return c.List()
+	return errs.All(func(c *errs.Collector) { p.validate(s, c) })
 }
 
 // Admits reports whether the subject meets the policy. It stops at the

@@ -31,5 +31,10 @@ func (c *Collector) Stop() bool { return c.quick && c.failed }
 // Failed reports whether any error was added.
 func (c *Collector) Failed() bool { return c.failed }
 
-// List returns the errors collected (none in quick mode).
-func (c *Collector) List() field.ErrorList { return c.list }
+// All runs check with a collector that gathers every error, and returns
+// them.
+func All(check func(*Collector)) field.ErrorList {
+	var c Collector
+	check(&c)
+	return c.list
+}

@@ -43,7 +43,7 @@ func (s *Strategy) Validate(c *errs.Collector, pod *api.Pod) {
 		fsType, ok := TypeOf(v)
 		if !ok {
 			c.Add(func() *field.Error {
-				return field.Invalid(field.NewPath("spec", "securityContext", "volumes").Index(i), "", fmt.Sprintf("unknown volume type for volume: %#v", v.VolumeSource))
+				return field.Invalid(field.NewPath("spec", "volumes").Index(i), "", fmt.Sprintf("unknown volume type for volume: %#v", v.VolumeSource))
 			})
 			continue
 		}
