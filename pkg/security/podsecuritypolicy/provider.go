@@ -176,7 +176,12 @@ func (p *Provider) mutate(pod *api.Pod, write bool) bool {
 			}
 			podSC(pod).SELinuxOptions, changed = p.seLinux.Default(), true
 		}
-		if !seccomp.PodHasProfile(pod) && p.seccomp.HasDefault() {
+		if f := seccomp.PodAnnotationField(pod); f != nil {
+			if !write {
+				return true
+			}
+			podSC(pod).SeccompProfile, changed = f, true
+		} else if !seccomp.PodHasProfile(pod) && p.seccomp.HasDefault() {
 			if !write {
 				return true
 			}
@@ -234,6 +239,12 @@ func (p *Provider) mutateContainer(pod *api.Pod, c *api.Container, linux, write 
 				return true
 			}
 			containerSC(c).AppArmorProfile, changed = p.apparmor.DefaultProfile(), true
+		}
+		if f := seccomp.ContainerAnnotationField(pod, c.Name, c.SecurityContext); f != nil {
+			if !write {
+				return true
+			}
+			containerSC(c).SeccompProfile, changed = f, true
 		}
 	}
 	if p.user.RequiresNonRoot() && effective(c.SecurityContext, psc, runAsNonRoot) == nil && effective(c.SecurityContext, psc, runAsUser) == nil {

@@ -79,10 +79,7 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 	if c.Etcd != nil {
 		args = append(args, "--etcd-servers="+c.Etcd.URL)
 	}
-	args = append(args, c.Args...)
-	if name := os.Getenv(WithoutPluginEnv); name != "" {
-		args = withoutPlugin(args, name)
-	}
+	args = WithoutPluginArgs(append(args, c.Args...))
 	p, err := process.Start(name, filepath.Join(c.Dir, name+".log"), append([]string{bin}, args...))
 	if err != nil {
 		return nil, err
@@ -155,6 +152,17 @@ func (s *APIServer) Stop(sig os.Signal) error {
 // framework starts runs without, whatever its flags say. hack/e2e-mutation.sh
 // sets it to show that each plugin's tests fail when the plugin is off.
 const WithoutPluginEnv = "TURNSTILE_E2E_WITHOUT_PLUGIN"
+
+// WithoutPluginArgs returns kube-apiserver arguments with the plugin that
+// WithoutPluginEnv names switched off, or args unchanged when it names none.
+// StartAPIServer applies it; tests that run the binary themselves (to see it
+// refuse to start) apply it too.
+func WithoutPluginArgs(args []string) []string {
+	if name := os.Getenv(WithoutPluginEnv); name != "" {
+		return withoutPlugin(args, name)
+	}
+	return args
+}
 
 // withoutPlugin removes name from the plugin lists in args and, unless the
 // deprecated --admission-control (which cannot be combined with

@@ -35,7 +35,7 @@ func New(annotations map[string]string) (*Strategy, error) {
 	if name := annotations[policy.SeccompDefaultProfileAnnotationKey]; name != "" {
 		p, err := fieldFor(name)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("annotation %s: %w", policy.SeccompDefaultProfileAnnotationKey, err)
 		}
 		s.defaultProfile = p
 	}
@@ -118,6 +118,38 @@ func ContainerProfile(pod *api.Pod, name string, sc *api.SecurityContext) string
 	return PodProfile(pod)
 }
 
+// PodAnnotationField returns the field that makes the pod's deprecated
+// annotation take effect, or nil: when the pod has no field, and the
+// annotation names a profile a field can name. Since v1.27 the apiserver no
+// longer copies the annotation into the field, and nodes read only the
+// field, so a pod judged by its annotation alone would run with the node's
+// default profile instead.
+func PodAnnotationField(pod *api.Pod) *api.SeccompProfile {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.SeccompProfile != nil || len(pod.Annotations) == 0 {
+		return nil
+	}
+	return annotationField(pod.Annotations[api.SeccompPodAnnotationKey])
+}
+
+// ContainerAnnotationField is PodAnnotationField for a container.
+func ContainerAnnotationField(pod *api.Pod, name string, sc *api.SecurityContext) *api.SeccompProfile {
+	if sc != nil && sc.SeccompProfile != nil || len(pod.Annotations) == 0 {
+		return nil
+	}
+	return annotationField(pod.Annotations[api.SeccompContainerAnnotationKeyPrefix+name])
+}
+
+func annotationField(name string) *api.SeccompProfile {
+	if name == "" {
+		return nil
+	}
+	field, err := fieldFor(name)
+	if err != nil {
+		return nil
+	}
+	return field
+}
+
 // nameFor writes a field in the annotation form.
 func nameFor(p *api.SeccompProfile) string {
 	return profile.Name(string(p.Type), p.LocalhostProfile)
@@ -131,7 +163,7 @@ func fieldFor(name string) (*api.SeccompProfile, error) {
 	}
 	typ, localhost, err := profile.Field(name)
 	if err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", policy.SeccompDefaultProfileAnnotationKey, err)
+		return nil, err
 	}
 	return &api.SeccompProfile{Type: api.SeccompProfileType(typ), LocalhostProfile: localhost}, nil
 }

@@ -9,10 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
-	rbaclisters "k8s.io/client-go/listers/rbac/v1"
-	"k8s.io/client-go/tools/cache"
 	api "k8s.io/kubernetes/pkg/apis/core"
-	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
@@ -27,38 +24,29 @@ import (
 // name: every other policy is tried first and refuses it.
 func benchCluster(b *testing.B, n int) (*Plugin, *api.Pod, user.Info) {
 	b.Helper()
-	clusterRoles := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	clusterRoleBindings := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	roles := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	roleBindings := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	var grants []interface{}
 	p := NewPlugin()
 	for i := range n {
 		team := fmt.Sprintf("team-%03d", i)
 		p.policies.set(teamPolicy(team, int64(10000+1000*i)))
-		must(b, clusterRoles.Add(&rbacv1.ClusterRole{
+		grants = append(grants, &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: "psp:" + team},
 			Rules: []rbacv1.PolicyRule{{
 				APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}, ResourceNames: []string{team},
 			}},
-		}))
+		})
 		role := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "psp:" + team}
-		must(b, roleBindings.Add(&rbacv1.RoleBinding{
+		grants = append(grants, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "psp:" + team, Namespace: team},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "app", Namespace: team}},
 			RoleRef:    role,
-		}))
-		must(b, clusterRoleBindings.Add(&rbacv1.ClusterRoleBinding{
+		}, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "psp:" + team + ":admins"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: team + ":admins"}},
 			RoleRef:    role,
-		}))
+		})
 	}
-	p.SetAuthorizer(rbac.New(
-		&rbac.RoleGetter{Lister: rbaclisters.NewRoleLister(roles)},
-		&rbac.RoleBindingLister{Lister: rbaclisters.NewRoleBindingLister(roleBindings)},
-		&rbac.ClusterRoleGetter{Lister: rbaclisters.NewClusterRoleLister(clusterRoles)},
-		&rbac.ClusterRoleBindingLister{Lister: rbaclisters.NewClusterRoleBindingLister(clusterRoleBindings)},
-	))
+	p.SetAuthorizer(rbacAuthorizer(b, grants...))
 	last := fmt.Sprintf("team-%03d", n-1)
 	controller := &user.DefaultInfo{Name: "system:serviceaccount:kube-system:replicaset-controller", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
 	return p, benchPod(last, int64(10000+1000*(n-1))), controller

@@ -1111,6 +1111,10 @@ func TestConformanceProfilesAndMisc(t *testing.T) {
 	sc := func(kv ...string) []*policy.PodSecurityPolicy {
 		return psps(annotated(psp(restrictive, "p", nil), kv...))
 	}
+	withRuntimeDefault := func(p *api.Pod) {
+		restrictiveDefaults(p)
+		p.Spec.SecurityContext.SeccompProfile = &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault}
+	}
 	seccompField := func(typ api.SeccompProfileType, localhost string) *api.Pod {
 		return podWith(func(p *api.Pod) {
 			p.Spec.SecurityContext.SeccompProfile = &api.SeccompProfile{Type: typ}
@@ -1156,9 +1160,12 @@ func TestConformanceProfilesAndMisc(t *testing.T) {
 			wantErrs: []string{"localhost/foo is not an allowed seccomp profile. Valid values are foo"},
 		},
 		{spec: 40, name: "allowed localhost/foo, pod field localhost foo", psps: sc(seccompAllowed, "localhost/foo"), pod: seccompField(api.SeccompProfileTypeLocalhost, "foo"), wantPSP: "p", want: restrictiveDefaults},
-		{spec: 40, name: "allowed docker/default, pod annotation runtime/default", psps: sc(seccompAllowed, "docker/default"), pod: podAnnotated(seccompPodKey, "runtime/default"), wantPSP: "p", want: restrictiveDefaults},
+		// The port writes an annotation that a field can express into the
+		// field, so that the profile the policy allowed is the one nodes
+		// apply (they ignore the annotation since v1.25).
+		{spec: 40, name: "allowed docker/default, pod annotation runtime/default", psps: sc(seccompAllowed, "docker/default"), pod: podAnnotated(seccompPodKey, "runtime/default"), wantPSP: "p", want: withRuntimeDefault},
 		{spec: 40, name: "allowed docker/default, pod field RuntimeDefault", psps: sc(seccompAllowed, "docker/default"), pod: seccompField(api.SeccompProfileTypeRuntimeDefault, ""), wantPSP: "p", want: restrictiveDefaults},
-		{spec: 40, name: "allowed runtime/default, pod annotation docker/default", psps: sc(seccompAllowed, "runtime/default"), pod: podAnnotated(seccompPodKey, "docker/default"), wantPSP: "p", want: restrictiveDefaults},
+		{spec: 40, name: "allowed runtime/default, pod annotation docker/default", psps: sc(seccompAllowed, "runtime/default"), pod: podAnnotated(seccompPodKey, "docker/default"), wantPSP: "p", want: withRuntimeDefault},
 	})
 
 	readOnly := func(required bool) []*policy.PodSecurityPolicy {

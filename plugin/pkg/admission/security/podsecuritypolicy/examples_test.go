@@ -17,10 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
-	rbaclisters "k8s.io/client-go/listers/rbac/v1"
-	"k8s.io/client-go/tools/cache"
 	api "k8s.io/kubernetes/pkg/apis/core"
-	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
@@ -42,10 +39,7 @@ func loadExamples(t *testing.T) *Plugin {
 		"policies.yaml": serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDecoder(policy.SchemeGroupVersion),
 		"rbac.yaml":     serializer.NewCodecFactory(rbacScheme, serializer.EnableStrict).UniversalDeserializer(),
 	}
-	indexer := func() cache.Indexer {
-		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	}
-	roles, roleBindings, clusterRoles, clusterRoleBindings := indexer(), indexer(), indexer(), indexer()
+	var grants []interface{}
 	p := NewPlugin()
 	for file, decoder := range decoders {
 		data, err := os.ReadFile(examples + file)
@@ -71,12 +65,8 @@ func loadExamples(t *testing.T) *Plugin {
 					t.Fatalf("%s: policy %s is invalid: %v", file, o.Name, errs)
 				}
 				p.policies.set(o)
-			case *rbacv1.ClusterRole:
-				must(t, clusterRoles.Add(o))
-			case *rbacv1.ClusterRoleBinding:
-				must(t, clusterRoleBindings.Add(o))
-			case *rbacv1.RoleBinding:
-				must(t, roleBindings.Add(o))
+			case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding:
+				grants = append(grants, o)
 			default:
 				t.Fatalf("%s: unexpected %T", file, obj)
 			}
@@ -85,12 +75,7 @@ func loadExamples(t *testing.T) *Plugin {
 	if got := len(p.policies.providers()); got != 3 {
 		t.Fatalf("%d usable policies in %spolicies.yaml, want 3", got, examples)
 	}
-	p.SetAuthorizer(rbac.New(
-		&rbac.RoleGetter{Lister: rbaclisters.NewRoleLister(roles)},
-		&rbac.RoleBindingLister{Lister: rbaclisters.NewRoleBindingLister(roleBindings)},
-		&rbac.ClusterRoleGetter{Lister: rbaclisters.NewClusterRoleLister(clusterRoles)},
-		&rbac.ClusterRoleBindingLister{Lister: rbaclisters.NewClusterRoleBindingLister(clusterRoleBindings)},
-	))
+	p.SetAuthorizer(rbacAuthorizer(t, grants...))
 	return p
 }
 

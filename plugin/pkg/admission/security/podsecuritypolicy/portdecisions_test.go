@@ -55,9 +55,32 @@ func TestPortSeccompDefaultField(t *testing.T) {
 			pod: podWith(podProfile(&api.SeccompProfile{Type: api.SeccompProfileTypeUnconfined})),
 		},
 		{
-			// The pod's effective profile is its field, else its annotation.
-			name: "pod annotation counts as a profile", psps: withDefault("runtime/default"), wantPSP: "p",
-			pod: podAnnotated(seccompPodKey, "localhost/x"),
+			// An annotation is made effective: nodes read only the field.
+			name: "pod annotation written to the field instead of the default", psps: withDefault("runtime/default"), wantPSP: "p",
+			pod:  podAnnotated(seccompPodKey, "localhost/x"),
+			want: podProfile(&api.SeccompProfile{Type: api.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("x")}),
+		},
+		{
+			name: "container annotation written to the container field", psps: withDefault("runtime/default"), wantPSP: "p",
+			pod: podAnnotated(seccompTestCKey, "unconfined"),
+			want: func(p *api.Pod) {
+				psc(p).SeccompProfile = &api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault}
+				c0(p).SeccompProfile = &api.SeccompProfile{Type: api.SeccompProfileTypeUnconfined}
+			},
+		},
+		{
+			// A name no field can express stays an annotation (v1.36's pod
+			// validation refuses it later); it still counts as a profile.
+			name: "pod annotation no field can express", psps: withDefault("runtime/default"), wantPSP: "p",
+			pod: podAnnotated(seccompPodKey, "foo"),
+		},
+		{
+			// Without the field, an allowed list would be met by an annotation
+			// the node ignores.
+			name: "annotation alone cannot meet the allowed list by itself", wantPSP: "p",
+			psps: psps(annotated(psp(permissive, "p", nil), seccompAllowed, "runtime/default")),
+			pod:  podAnnotated(seccompPodKey, "runtime/default"),
+			want: podProfile(&api.SeccompProfile{Type: api.SeccompProfileTypeRuntimeDefault}),
 		},
 		{
 			name: "empty pod annotation does not", psps: withDefault("runtime/default"), wantPSP: "p",
