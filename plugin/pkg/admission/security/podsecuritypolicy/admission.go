@@ -111,7 +111,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if pod == nil || a.GetOperation() != admission.Create {
 		return err
 	}
-	if err := p.ready(a); err != nil {
+	if err := p.ready(); err != nil {
 		return err
 	}
 	allowed, name, errs, err := p.choose(ctx, a, pod, true, "")
@@ -141,7 +141,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if pod == nil {
 		return err
 	}
-	if err := p.ready(a); err != nil {
+	if err := p.ready(); err != nil {
 		return err
 	}
 	allowed, name, errs, err := p.choose(ctx, a, pod, false, pod.Annotations[ValidatedPSPAnnotation])
@@ -180,7 +180,7 @@ func (p *Plugin) podToCheck(a admission.Attributes, ephemeral bool) (*api.Pod, e
 // ready waits, briefly, for the policy cache to hold every policy. Until it
 // does, deciding would reject pods that a policy allows, so the request is
 // refused with 503 and a Retry-After that clients act on.
-func (p *Plugin) ready(a admission.Attributes) error {
+func (p *Plugin) ready() error {
 	if p.WaitForReady() {
 		return nil
 	}
