@@ -13,8 +13,8 @@ import (
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 )
 
-// AllowAll in allowedCapabilities lets containers add any capability.
-const AllowAll api.Capability = "*"
+// wildcard in allowedCapabilities lets containers add any capability.
+const wildcard api.Capability = "*"
 
 // Strategy defaults and checks a container's capabilities.
 type Strategy struct {
@@ -28,7 +28,7 @@ func New(defaultAdd, requiredDrop, allowed []api.Capability) *Strategy {
 		defaultAdd:   defaultAdd,
 		requiredDrop: requiredDrop,
 		allowed:      allowed,
-		allowAll:     slices.Contains(allowed, AllowAll),
+		allowAll:     slices.Contains(allowed, wildcard),
 	}
 }
 

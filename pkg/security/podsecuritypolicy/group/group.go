@@ -16,9 +16,9 @@ import (
 
 // The rules, common to the three group fields.
 const (
-	MustRunAs = "MustRunAs"
-	MayRunAs  = "MayRunAs"
-	RunAsAny  = "RunAsAny"
+	mustRunAs = "MustRunAs"
+	mayRunAs  = "MayRunAs"
+	runAsAny  = "RunAsAny"
 )
 
 // Strategy defaults and checks group IDs.
@@ -32,11 +32,11 @@ type Strategy struct {
 // the API accepts policies without one, and such a policy is skipped.
 func New(rule string, ranges []policy.IDRange) (*Strategy, error) {
 	switch rule {
-	case MustRunAs, MayRunAs:
+	case mustRunAs, mayRunAs:
 		if len(ranges) == 0 {
 			return nil, fmt.Errorf("ranges must be supplied for %s", rule)
 		}
-	case RunAsAny:
+	case runAsAny:
 	default:
 		return nil, fmt.Errorf("unrecognized group strategy type %q", rule)
 	}
@@ -46,7 +46,7 @@ func New(rule string, ranges []policy.IDRange) (*Strategy, error) {
 // Default is the group a pod that sets none gets: the first range's minimum
 // under MustRunAs, none otherwise.
 func (s *Strategy) Default() (int64, bool) {
-	if s.rule != MustRunAs {
+	if s.rule != mustRunAs {
 		return 0, false
 	}
 	return s.ranges[0].Min, true
@@ -55,9 +55,9 @@ func (s *Strategy) Default() (int64, bool) {
 // ValidateOne checks a single optional group ID (runAsGroup, fsGroup).
 func (s *Strategy) ValidateOne(c *errs.Collector, path *field.Path, id *int64) {
 	switch {
-	case s.rule == RunAsAny:
+	case s.rule == runAsAny:
 	case id == nil:
-		if s.rule == MustRunAs {
+		if s.rule == mustRunAs {
 			c.Add(func() *field.Error { return field.Invalid(path, []int64{}, emptyGroups) })
 		}
 	case !InRanges(s.ranges, *id):
@@ -68,9 +68,9 @@ func (s *Strategy) ValidateOne(c *errs.Collector, path *field.Path, id *int64) {
 // ValidateList checks a list of group IDs (supplementalGroups).
 func (s *Strategy) ValidateList(c *errs.Collector, path *field.Path, ids []int64) {
 	switch {
-	case s.rule == RunAsAny:
+	case s.rule == runAsAny:
 	case len(ids) == 0:
-		if s.rule == MustRunAs {
+		if s.rule == mustRunAs {
 			c.Add(func() *field.Error { return field.Invalid(path, ids, emptyGroups) })
 		}
 	default:

@@ -10,11 +10,13 @@ import (
 	"strings"
 )
 
-// The annotation forms.
+// RuntimeDefault is the runtime's default profile in the annotation form.
+const RuntimeDefault = "runtime/default"
+
+// The other annotation forms.
 const (
-	RuntimeDefault  = "runtime/default"
-	Unconfined      = "unconfined"
-	LocalhostPrefix = "localhost/"
+	unconfined      = "unconfined"
+	localhostPrefix = "localhost/"
 )
 
 // The field types, as both SeccompProfileType and AppArmorProfileType spell
@@ -32,10 +34,10 @@ func Name(typ string, localhost *string) string {
 	case typeRuntimeDefault:
 		return RuntimeDefault
 	case typeUnconfined:
-		return Unconfined
+		return unconfined
 	case typeLocalhost:
 		if localhost != nil {
-			return LocalhostPrefix + *localhost
+			return localhostPrefix + *localhost
 		}
 	}
 	return ""
@@ -47,10 +49,10 @@ func Field(name string) (typ string, localhost *string, err error) {
 	switch {
 	case name == RuntimeDefault:
 		return typeRuntimeDefault, nil, nil
-	case name == Unconfined:
+	case name == unconfined:
 		return typeUnconfined, nil, nil
-	case strings.HasPrefix(name, LocalhostPrefix) && len(name) > len(LocalhostPrefix):
-		p := strings.TrimPrefix(name, LocalhostPrefix)
+	case strings.HasPrefix(name, localhostPrefix) && len(name) > len(localhostPrefix):
+		p := strings.TrimPrefix(name, localhostPrefix)
 		return typeLocalhost, &p, nil
 	}
 	return "", nil, fmt.Errorf("%q is not a profile a pod field can name", name)

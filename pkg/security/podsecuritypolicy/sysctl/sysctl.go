@@ -14,10 +14,10 @@ import (
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 )
 
-// Safe is the set of sysctls that v1.24's PodSecurityPolicy let every pod
+// safe is the set of sysctls that v1.24's PodSecurityPolicy let every pod
 // use. It is fixed here: the kubelet's newer, kernel-dependent list is the
 // node's business, not the apiserver's.
-var Safe = []string{
+var safe = []string{
 	"kernel.shm_rmid_forced",
 	"net.ipv4.ip_local_port_range",
 	"net.ipv4.tcp_syncookies",
@@ -47,7 +47,7 @@ func (s *Strategy) Validate(c *errs.Collector, path *field.Path, sysctls []api.S
 			c.Add(func() *field.Error {
 				return field.Forbidden(path.Index(i), fmt.Sprintf("sysctl %q is not allowed", sc.Name))
 			})
-		case slices.Contains(Safe, name), matches(s.allowedUnsafe, name):
+		case slices.Contains(safe, name), matches(s.allowedUnsafe, name):
 		default:
 			c.Add(func() *field.Error {
 				return field.Forbidden(path.Index(i), fmt.Sprintf("unsafe sysctl %q is not allowed", sc.Name))

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -243,7 +244,7 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 // rejection gathers the errors of every policy the requester may use, in
 // the order they were tried. As in v1.24, a policy is judged on the pod
 // with its defaults applied, even where mutation is not allowed.
-func rejection(ordered func(func(*podsecuritypolicy.Provider) bool), pod *api.Pod, subject *podsecuritypolicy.Subject, requester *requester) field.ErrorList {
+func rejection(ordered iter.Seq[*podsecuritypolicy.Provider], pod *api.Pod, subject *podsecuritypolicy.Subject, requester *requester) field.ErrorList {
 	all := field.ErrorList{}
 	for pr := range ordered {
 		var errs field.ErrorList
@@ -261,7 +262,7 @@ func rejection(ordered func(func(*podsecuritypolicy.Provider) bool), pod *api.Po
 
 // order yields the providers (sorted by name) in the order they are tried:
 // when mutation is not allowed, the hinted policy comes first.
-func order(providers []*podsecuritypolicy.Provider, mutationAllowed bool, hint string) func(func(*podsecuritypolicy.Provider) bool) {
+func order(providers []*podsecuritypolicy.Provider, mutationAllowed bool, hint string) iter.Seq[*podsecuritypolicy.Provider] {
 	return func(yield func(*podsecuritypolicy.Provider) bool) {
 		var first *podsecuritypolicy.Provider
 		if !mutationAllowed && hint != "" {

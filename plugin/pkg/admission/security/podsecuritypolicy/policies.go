@@ -36,7 +36,7 @@ var scheme = func() *runtime.Scheme {
 // sorted by name. Readers take the published slice without locking.
 type policyCache struct {
 	mu     sync.Mutex
-	byName map[string]*podsecuritypolicy.Provider // nil: the policy cannot be applied
+	byName map[string]*podsecuritypolicy.Provider
 	sorted atomic.Pointer[[]*podsecuritypolicy.Provider]
 }
 
@@ -58,6 +58,8 @@ func (c *policyCache) set(psp *policy.PodSecurityPolicy) {
 	pr, err := podsecuritypolicy.NewProvider(psp)
 	if err != nil {
 		klog.InfoS("PodSecurityPolicy cannot be applied and is skipped", "policy", psp.Name, "err", err)
+		c.delete(psp.Name)
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,9 +78,7 @@ func (c *policyCache) delete(name string) {
 func (c *policyCache) publish() {
 	sorted := make([]*podsecuritypolicy.Provider, 0, len(c.byName))
 	for _, pr := range c.byName {
-		if pr != nil {
-			sorted = append(sorted, pr)
-		}
+		sorted = append(sorted, pr)
 	}
 	slices.SortFunc(sorted, func(a, b *podsecuritypolicy.Provider) int { return strings.Compare(a.Name(), b.Name()) })
 	c.sorted.Store(&sorted)
