@@ -25,16 +25,8 @@ openapi_dir=pkg/generated/openapi
 client_dir=pkg/client
 
 # protoc is the one generator input that is not Go: install Debian's package
-# when it is missing, as root or through sudo.
-if ! command -v protoc >/dev/null; then
-	sudo=()
-	[[ $(id -u) -eq 0 ]] || sudo=(sudo -n)
-	if ! command -v apt-get >/dev/null ||
-		! { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" apt-get install -y -qq protobuf-compiler; } >&2; then
-		echo "update-codegen: protoc not found and could not be installed (Debian/Ubuntu: apt-get install -y protobuf-compiler)" >&2
-		exit 1
-	fi
-fi
+# when it is missing.
+hack/install-package.sh protoc protobuf-compiler
 
 # Start from nothing, so that output for a type or package that is gone does
 # not linger. The generators do not need their old output to run.

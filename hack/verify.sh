@@ -31,6 +31,9 @@ hack/verify-codegen.sh || fail=1
 # Every registered admission plugin has a row in test/e2e/README.md naming its tests.
 go run ./hack/verify-e2e-coverage || fail=1
 
+# No build output in git: no executable binary, no file over 2 MiB.
+go run ./hack/verify-tracked-files || fail=1
+
 for script in hack/*.sh .ci/run; do
 	bash -n "$script" || { echo "verify: $script has a syntax error" >&2; fail=1; }
 done

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+
+	"github.com/turnstile-k8s/turnstile/build/stamp"
+)
+
+const notesFile = "RELEASE-NOTES.md"
+
+// releaseNotes is RELEASE-NOTES.md: what the release is built from, its
+// artifacts, and the commits since the previous tag.
+type releaseNotes struct {
+	stamp       *stamp.Stamp
+	platforms   []string
+	tag, digest string
+	artifacts   []artifact
+	// changes are "<short hash> <subject>" lines, newest first; since is
+	// the previous tag, or "" when there is none.
+	changes []string
+	since   string
+}
+
+func (n releaseNotes) write(w io.Writer) error {
+	s := n.stamp
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("# Turnstile %s", s.Version)
+	p("")
+	p("Upstream's kube-apiserver from **Kubernetes %s** with every documented admission controller built in.", dep(s, "k8s.io/kubernetes"))
+	p("")
+	p("- Kubernetes: k8s.io/kubernetes %s, staging modules (k8s.io/apiserver and the rest) %s", dep(s, "k8s.io/kubernetes"), dep(s, "k8s.io/apiserver"))
+	p("- etcd client and embedded etcd: go.etcd.io/etcd/server/v3 %s", dep(s, "go.etcd.io/etcd/server/v3"))
+	p("- Go: %s; platforms: %s", s.GoVersion, strings.Join(n.platforms, ", "))
+	tree := ""
+	if s.TreeState != "clean" {
+		tree = fmt.Sprintf(" (tree %s: this build cannot be reproduced from the commit)", s.TreeState)
+	}
+	p("- Commit: %s, %s%s", s.Commit, s.BuildDate.UTC().Format("2006-01-02 15:04:05 UTC"), tree)
+	p("")
+	p("## Image")
+	p("")
+	p("`%s`, image index `%s`:", n.tag, n.digest)
+	p("")
+	p("```sh")
+	p("ctr -n k8s.io images import --all-platforms kube-apiserver-%s.oci.tar   # containerd, every platform", tagOf(n.tag))
+	p("docker load -i kube-apiserver-%s-linux-$(dpkg --print-architecture).tar   # Docker, this machine's platform", tagOf(n.tag))
+	p("```")
+	p("")
+	p("## Artifacts")
+	p("")
+	p("| file | platform | SHA-256 |")
+	p("|---|---|---|")
+	for _, a := range n.artifacts {
+		p("| %s | %s | `%s` |", a.name, a.platform, a.sha256)
+	}
+	p("")
+	p("Check them with `sha256sum -c SHA256SUMS`.")
+	p("")
+	if n.since == "" {
+		p("## Changes (every commit: there is no earlier tag)")
+	} else {
+		p("## Changes since %s", n.since)
+	}
+	p("")
+	for _, c := range n.changes {
+		hash, subject, _ := strings.Cut(c, " ")
+		p("- %s (%s)", subject, hash)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// changesSince lists the commits of the git repository at repo from the previous tag to commit, without
+// merges, newest first. The previous tag is the newest tag reachable from
+// commit's parent when commit itself is tagged (the release's own tag),
+// else from commit.
+func changesSince(repo, commit string) (changes []string, since string, err error) {
+	git := func(args ...string) (string, error) {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).Output()
+		if ee, ok := err.(*exec.ExitError); ok {
+			err = fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		return strings.TrimSpace(string(out)), err
+	}
+	if _, err := git("cat-file", "-e", commit+"^{commit}"); err != nil {
+		return nil, "", fmt.Errorf("commit %q of the binaries is not in this repository: %w", commit, err)
+	}
+	from := commit
+	if tags, _ := git("tag", "--points-at", commit); tags != "" {
+		from = commit + "^"
+	}
+	// No tag (or a tagged root commit): every commit.
+	since, _ = git("describe", "--tags", "--abbrev=0", from)
+	span := commit
+	if since != "" {
+		span = since + ".." + commit
+	}
+	log, err := git("log", "--no-merges", "--format=%h %s", span)
+	if err != nil {
+		return nil, "", err
+	}
+	if log != "" {
+		changes = strings.Split(log, "\n")
+	}
+	return changes, since, nil
+}
+
+func dep(s *stamp.Stamp, path string) string {
+	if m, ok := s.Dep(path); ok {
+		return m.Version
+	}
+	return "(not linked)"
+}
+
+// tagOf is the tag part of an image reference.
+func tagOf(ref string) string {
+	return ref[strings.LastIndex(ref, ":")+1:]
+}

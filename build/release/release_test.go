@@ -1,0 +1,125 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const ldflags = "-X k8s.io/component-base/version.gitVersion=v1.36.3+turnstile.1 -X k8s.io/component-base/version.gitCommit=abc" +
+	" -X k8s.io/component-base/version.gitTreeState=%s -X k8s.io/component-base/version.buildDate=2026-11-01T10:00:00Z"
+
+// The test binary stands in for kube-apiserver: a Go binary for this
+// machine's platform.
+func binaryDir(t *testing.T, names ...string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range names {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestReadBinaries(t *testing.T) {
+	here := runtime.GOOS + "/" + runtime.GOARCH
+	other := "linux/riscv64"
+	name := func(p string) string { return "kube-apiserver-" + strings.ReplaceAll(p, "/", "-") }
+	for _, tc := range []struct {
+		name      string
+		files     []string
+		platforms []string
+		tree      string
+		dirty     bool
+		want      string // "" for success
+	}{
+		{"clean", []string{name(here)}, []string{here}, "clean", false, ""},
+		{"dirty allowed", []string{name(here)}, []string{here}, "dirty", true, ""},
+		{"dirty", []string{name(here)}, []string{here}, "dirty", false, `built from a tree with uncommitted changes (gitTreeState "dirty")`},
+		{"missing binary", nil, []string{here}, "clean", false, "no such file"},
+		{"built for another platform", []string{name(other)}, []string{other}, "clean", false, "was built for " + here + ", not " + other},
+		{"not os/arch", nil, []string{"amd64"}, "clean", false, `-platforms: "amd64" is not os/arch`},
+		{"no platforms", nil, []string{""}, "clean", false, "-platforms is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := config{dir: binaryDir(t, tc.files...), platforms: tc.platforms, ldflags: strings.ReplaceAll(ldflags, "%s", tc.tree), allowDirty: tc.dirty}
+			stamps, err := readBinaries(c)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tc.want == "" && (len(stamps) != 1 || stamps[0].Version != "v1.36.3+turnstile.1"):
+				t.Errorf("stamps %+v", stamps)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The notes list the commits since the previous tag: every commit when there
+// is none, and not the tag's own commits when the release commit is tagged.
+func TestChangesSince(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not found")
+	}
+	repo := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.test", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	commit := func(subject string) string {
+		git("commit", "-q", "--allow-empty", "-m", subject)
+		return git("rev-parse", "HEAD")
+	}
+	subjects := func(changes []string) []string {
+		var out []string
+		for _, c := range changes {
+			out = append(out, strings.SplitN(c, " ", 2)[1])
+		}
+		return out
+	}
+	git("init", "-q")
+	commit("first")
+	second := commit("second")
+	check := func(at, wantSince string, want ...string) {
+		t.Helper()
+		changes, since, err := changesSince(repo, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if since != wantSince || !slices.Equal(subjects(changes), want) {
+			t.Errorf("changesSince(%s) = %v since %q, want %v since %q", at, subjects(changes), since, want, wantSince)
+		}
+	}
+	check(second, "", "second", "first")
+	git("tag", "v1.36.3+turnstile.1")
+	check(second, "", "second", "first") // the release's own tag, on the root's child; no earlier tag
+	third := commit("third")
+	fourth := commit("fourth")
+	check(fourth, "v1.36.3+turnstile.1", "fourth", "third")
+	git("tag", "v1.36.3+turnstile.2", third)
+	check(third, "v1.36.3+turnstile.1", "third")
+	check(fourth, "v1.36.3+turnstile.2", "fourth")
+
+	if _, _, err := changesSince(repo, strings.Repeat("0", 40)); err == nil || !strings.Contains(err.Error(), "is not in this repository") {
+		t.Errorf("an unknown commit: %v", err)
+	}
+}

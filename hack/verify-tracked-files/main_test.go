@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	elf, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pe := make([]byte, 0x100)
+	copy(pe, "MZ")
+	pe[0x3c] = 0x80
+	copy(pe[0x80:], "PE\x00\x00")
+	mzText := append([]byte("MZ is how this note starts"), bytes.Repeat([]byte(" text"), 20)...)
+
+	for _, tc := range []struct {
+		name       string
+		content    []byte
+		executable bool
+		want       string // "" when the file is fine
+	}{
+		{"Go source", []byte("package main\n"), false, ""},
+		{"shell script with the executable bit", []byte("#!/usr/bin/env bash\necho hi\n"), true, ""},
+		{"ELF executable (a go test binary)", elf, true, "ELF executable"},
+		{"ELF without the executable bit", elf[:4096], false, "ELF executable"},
+		{"PE executable", pe, false, "PE executable"},
+		{"text that starts with MZ", mzText, false, ""},
+		{"Mach-O 64-bit", []byte{0xcf, 0xfa, 0xed, 0xfe, 7, 0, 0, 1}, false, "Mach-O executable"},
+		{"WebAssembly", []byte("\x00asm\x01\x00\x00\x00"), false, "WebAssembly executable"},
+		{"binary data with the executable bit", []byte("data\x00\x01\x02"), true, "binary file with the executable bit"},
+		{"binary data without it (a fixture)", []byte("data\x00\x01\x02"), false, ""},
+		{"exactly 2 MiB of text", bytes.Repeat([]byte("a"), maxSize), false, ""},
+		{"more than 2 MiB of text", bytes.Repeat([]byte("a"), maxSize+1), false, "more than the 2097152 a tracked file may have"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(path, tc.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := check(path, tc.executable)
+			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("check = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := check(filepath.Join(t.TempDir(), "deleted"), false); got != "" {
+		t.Errorf("a tracked file deleted from the work tree: %q", got)
+	}
+}
