@@ -19,7 +19,8 @@ import (
 
 // `make image` output, read the way `docker load` reads it: manifest.json
 // names the config and the layers; the config's diff IDs are the digests
-// of the uncompressed layers; the layer holds a binary that runs.
+// of the uncompressed layers; the layer holds a binary that runs. The
+// labels carry the commit and date that hack/ldflags.sh stamped.
 func TestImage(t *testing.T) {
 	tool, err := framework.Binary("image")
 	if err != nil {
@@ -32,10 +33,12 @@ func TestImage(t *testing.T) {
 	want := strings.TrimSpace(runBinary(t, "kube-apiserver", "--version"))
 	version := strings.TrimPrefix(want, "Kubernetes ")
 	tag := strings.ReplaceAll(version, "+", "_")
+	const ldflags = "-X k8s.io/component-base/version.gitVersion=v1.36.3+turnstile.1 -X k8s.io/component-base/version.gitCommit=0123456789abcdef0123456789abcdef01234567" +
+		" -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z"
 
 	build := func(dir string) (path, id string) {
-		out, err := exec.Command(tool, "-binary", apiserver, "-out", dir, "-repository", "example.test/turnstile",
-			"-revision", "0123456789abcdef0123456789abcdef01234567", "-created", "1767225600").CombinedOutput()
+		out, err := exec.Command(tool, "-binary", apiserver, "-ldflags", strings.ReplaceAll(ldflags, "v1.36.3+turnstile.1", version),
+			"-out", dir, "-repository", "example.test/turnstile").CombinedOutput()
 		if err != nil {
 			t.Fatalf("image: %v\n%s", err, out)
 		}

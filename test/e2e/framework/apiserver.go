@@ -22,6 +22,12 @@ import (
 type APIServerConfig struct {
 	// Binary is a name in the binary directory; empty means our kube-apiserver.
 	Binary string
+	// Command, when set, runs instead of Binary: a program and its leading
+	// arguments, for example an emulator and a binary for another
+	// architecture (the release's arm64 binary under qemu).
+	Command []string
+	// ReadyTimeout is how long to wait for /readyz; zero means 2 minutes.
+	ReadyTimeout time.Duration
 	// Dir holds the server's log. Its base name is also the server's etcd
 	// prefix, so servers sharing one etcd do not see each other's objects.
 	Dir string
@@ -49,9 +55,13 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 	if name == "" {
 		name = "kube-apiserver"
 	}
-	bin, err := Binary(name)
-	if err != nil {
-		return nil, err
+	command := c.Command
+	if len(command) == 0 {
+		bin, err := Binary(name)
+		if err != nil {
+			return nil, err
+		}
+		command = []string{bin}
 	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, err
@@ -80,7 +90,7 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 		args = append(args, "--etcd-servers="+c.Etcd.URL)
 	}
 	args = WithoutPluginArgs(append(args, c.Args...))
-	p, err := process.Start(name, filepath.Join(c.Dir, name+".log"), append([]string{bin}, args...))
+	p, err := process.Start(name, filepath.Join(c.Dir, name+".log"), append(slices.Clip(command), args...))
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +107,11 @@ func StartAPIServer(c APIServerConfig) (*APIServer, error) {
 		}
 		return nil
 	}
-	if err := p.WaitUntil(context.Background(), 2*time.Minute, ready); err != nil {
+	timeout := c.ReadyTimeout
+	if timeout == 0 {
+		timeout = 2 * time.Minute
+	}
+	if err := p.WaitUntil(context.Background(), timeout, ready); err != nil {
 		_ = p.Stop(syscall.SIGTERM, 10*time.Second)
 		return nil, err
 	}
