@@ -354,6 +354,13 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// containerd 1.6 and ctr keep shim sockets, FIFOs and runc's state under
+	// /run/containerd whatever the configuration says. Remove what the test
+	// adds there: all of it when the directory is new, else the runc state
+	// of the test's namespace (a containerd of the host's may use the rest).
+	const hostState = "/run/containerd"
+	_, statErr := os.Stat(hostState)
+	hadHostState := statErr == nil
 	p, err := process.Start("containerd", filepath.Join(dir, "containerd.log"), []string{containerd, "--config", config})
 	if err != nil {
 		t.Fatal(err)
@@ -361,6 +368,13 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 	t.Cleanup(func() {
 		if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
 			t.Logf("containerd stop: %v", err)
+		}
+		leftover := hostState
+		if hadHostState {
+			leftover = filepath.Join(hostState, "runc", "turnstile-e2e")
+		}
+		if err := os.RemoveAll(leftover); err != nil {
+			t.Errorf("removing %s: %v", leftover, err)
 		}
 	})
 	ctr := func(args ...string) (string, error) {
