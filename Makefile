@@ -38,7 +38,7 @@ space := $(subst ,, )
 .PHONY: help build tools image release bench run clean-local test test-unit test-e2e test-mutation verify clean FORCE
 
 help: ## List the targets.
-	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 build: $(BIN)/kube-apiserver ## Build our kube-apiserver into _output/bin.
 

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -20,10 +21,22 @@ import (
 const maxSize = 2 << 20
 
 func main() {
-	out, err := exec.Command("git", "ls-files", "-z", "--cached", "--stage").Output()
+	problems, err := trackedProblems(".")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "verify: git ls-files: %v\n", err)
+		fmt.Fprintf(os.Stderr, "verify: %v\n", err)
 		os.Exit(1)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(os.Stderr, "verify: git tracks build output; remove it with `git rm --cached` and let .gitignore keep it out:\n  %s\n", strings.Join(problems, "\n  "))
+		os.Exit(1)
+	}
+}
+
+// trackedProblems checks every file git tracks in the work tree at repo.
+func trackedProblems(repo string) ([]string, error) {
+	out, err := exec.Command("git", "-C", repo, "ls-files", "-z", "--cached", "--stage").Output()
+	if err != nil {
+		return nil, fmt.Errorf("git ls-files in %s: %w", repo, err)
 	}
 	var problems []string
 	for _, entry := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
@@ -32,14 +45,11 @@ func main() {
 		if !ok {
 			continue
 		}
-		if problem := check(path, strings.HasPrefix(meta, "100755")); problem != "" {
-			problems = append(problems, problem)
+		if problem := check(filepath.Join(repo, path), strings.HasPrefix(meta, "100755")); problem != "" {
+			problems = append(problems, strings.TrimPrefix(problem, repo+string(filepath.Separator)))
 		}
 	}
-	if len(problems) > 0 {
-		fmt.Fprintf(os.Stderr, "verify: git tracks build output; remove it with `git rm --cached` and let .gitignore keep it out:\n  %s\n", strings.Join(problems, "\n  "))
-		os.Exit(1)
-	}
+	return problems, nil
 }
 
 // check says what is wrong with the tracked file at path, or "" when

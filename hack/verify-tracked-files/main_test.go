@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,5 +56,60 @@ func TestCheck(t *testing.T) {
 	}
 	if got := check(filepath.Join(t.TempDir(), "deleted"), false); got != "" {
 		t.Errorf("a tracked file deleted from the work tree: %q", got)
+	}
+}
+
+// In a repository: a committed binary is found by its path, whatever its
+// name, and so is one that is only staged; sources and scripts pass.
+func TestTrackedProblems(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not found")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	elf, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.test", "-c", "commit.gpgsign=false"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	write := func(name string, data []byte, mode os.FileMode) {
+		t.Helper()
+		path := filepath.Join(repo, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("init", "-q")
+	write("main.go", []byte("package main\n"), 0o644)
+	write("hack/run.sh", []byte("#!/bin/sh\necho ok\n"), 0o755)
+	git("add", ".")
+	git("commit", "-q", "-m", "sources")
+	if problems, err := trackedProblems(repo); err != nil || len(problems) != 0 {
+		t.Fatalf("sources only: %v, %v", problems, err)
+	}
+	write("pkg/foo/foo.test", elf, 0o755)
+	write("docs/notes.txt", elf[:1000], 0o644)
+	git("add", ".")
+	problems, err := trackedProblems(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 2 || !strings.HasPrefix(problems[0], "docs/notes.txt: ELF executable") || !strings.HasPrefix(problems[1], "pkg/foo/foo.test: ELF executable") {
+		t.Errorf("problems %q, want the two ELF files by path", problems)
+	}
+	if _, err := trackedProblems(t.TempDir()); err == nil {
+		t.Error("a directory that is not a repository passed")
 	}
 }
