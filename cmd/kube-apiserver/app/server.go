@@ -2,8 +2,9 @@
 // creates its options and their flags in one step, leaving no point at which
 // to add admission plugins, so we build the command here from upstream's
 // parts: its options, its flag sets and its Run. The only flags of our own
-// are the embedded etcd ones. Before Run, the admission configuration file is
-// checked strictly (pkg/admission/configfile).
+// are the embedded etcd ones and --validate-only's. Before Run, the admission
+// configuration file is checked strictly (pkg/admission/configfile);
+// --validate-only runs every check and exits (validate.go).
 package app
 
 import (
@@ -42,11 +43,11 @@ cluster's shared state through which all other components interact.`
 // NewAPIServerCommand returns the kube-apiserver command: upstream's options
 // with Turnstile's admission plugins registered before any flag is built.
 func NewAPIServerCommand() (*cobra.Command, error) {
-	s := options.NewServerRunOptions()
-	var etcd embeddedetcd.Options
-	if err := admission.Apply(s.Admission.GenericAdmission); err != nil {
+	srv, err := newServerFlags()
+	if err != nil {
 		return nil, err
 	}
+	s, etcd := srv.options, &srv.etcd
 	ctx := genericapiserver.SetupSignalContext()
 	featureGate := s.GenericServerRunOptions.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 
@@ -64,6 +65,12 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			verflag.PrintAndExitIfRequested()
+			if srv.validate.only {
+				return validateOnly(ctx, srv, cmd.OutOrStdout())
+			}
+			if err := srv.validate.unused(); err != nil {
+				return err
+			}
 			if err := logsapi.ValidateAndApply(s.Logs, featureGate); err != nil {
 				return err
 			}
@@ -96,7 +103,7 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 			if !etcd.Enabled() {
 				return run(ctx, completed)
 			}
-			return runWithEmbeddedEtcd(ctx, completed, &etcd)
+			return runWithEmbeddedEtcd(ctx, completed, etcd)
 		},
 		Args: func(cmd *cobra.Command, args []string) error {
 			for _, arg := range args {
@@ -108,18 +115,37 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 		},
 	}
 	cmd.SetContext(ctx)
-
-	namedFlagSets := s.Flags()
-	s.Flagz = flagz.NamedFlagSetsReader{FlagSets: namedFlagSets}
-	etcd.AddFlags(namedFlagSets.FlagSet("embedded etcd"))
-	verflag.AddFlags(namedFlagSets.FlagSet("global"))
-	globalflag.AddGlobalFlags(namedFlagSets.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
-	for _, fs := range namedFlagSets.FlagSets {
+	for _, fs := range srv.flags.FlagSets {
 		cmd.Flags().AddFlagSet(fs)
 	}
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
-	cliflag.SetUsageAndHelpFunc(cmd, namedFlagSets, cols)
+	cliflag.SetUsageAndHelpFunc(cmd, srv.flags, cols)
 	return cmd, nil
+}
+
+// serverFlags is one kube-apiserver command line: upstream's options with our
+// registry applied, our own options, and the flag sets that fill them.
+// --validate-only --from-manifest builds a second one for the manifest's
+// command line.
+type serverFlags struct {
+	options  *options.ServerRunOptions
+	etcd     embeddedetcd.Options
+	validate validateOptions
+	flags    cliflag.NamedFlagSets
+}
+
+func newServerFlags() (*serverFlags, error) {
+	srv := &serverFlags{options: options.NewServerRunOptions()}
+	if err := admission.Apply(srv.options.Admission.GenericAdmission); err != nil {
+		return nil, err
+	}
+	srv.flags = srv.options.Flags()
+	srv.options.Flagz = flagz.NamedFlagSetsReader{FlagSets: srv.flags}
+	srv.etcd.AddFlags(srv.flags.FlagSet("embedded etcd"))
+	srv.validate.addFlags(srv.flags.FlagSet("validation"))
+	verflag.AddFlags(srv.flags.FlagSet("global"))
+	globalflag.AddGlobalFlags(srv.flags.FlagSet("global"), "kube-apiserver", logs.SkipLoggingConfigurationFlags())
+	return srv, nil
 }
 
 // runWithEmbeddedEtcd starts etcd, then the apiserver. On a signal the

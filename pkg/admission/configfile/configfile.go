@@ -92,23 +92,48 @@ func EnabledPlugins(o *kubeoptions.AdmissionOptions) []string {
 	return enabled
 }
 
+// PluginError is a problem with one plugin's entry: Where says which entry
+// or file, as "plugins[0]", "path /etc/kubernetes/erl.yaml" or "inline
+// configuration, plugins[2]".
+type PluginError struct {
+	Plugin, Where string
+	Err           error
+}
+
+func (e *PluginError) Error() string { return fmt.Sprintf("plugin %s (%s): %v", e.Plugin, e.Where, e.Err) }
+func (e *PluginError) Unwrap() error { return e.Err }
+
+// legacyWhere is Where for the legacy unversioned file.
+const legacyWhere = "legacy unversioned file"
+
 // Validate checks the admission configuration file at file. It returns nil
 // when upstream's loader and every configured plugin will accept the file as
 // written; otherwise an error for each problem, each naming the file, and the
 // plugin and field where there is one.
 func Validate(file string, plugins Plugins) error {
-	errs := validate(file, plugins)
+	return errors.Join(Problems(file, plugins, nil)...)
+}
+
+// Problems is what Validate finds, one error for each problem, each naming
+// the file. mapPath, when not nil, maps an absolute path that an entry names
+// to where the file is on this machine: `--validate-only --from-manifest`
+// maps the container's paths to the host's.
+func Problems(file string, plugins Plugins, mapPath func(string) string) []error {
+	if mapPath == nil {
+		mapPath = func(p string) string { return p }
+	}
+	errs := validate(file, plugins, mapPath)
 	for i, err := range errs {
 		errs[i] = fmt.Errorf("%s %s: %w", Flag, file, err)
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // wantAdmission is what the file may be.
 var wantAdmission = fmt.Sprintf("want apiVersion %s (or the deprecated %s), kind AdmissionConfiguration, or a legacy unversioned file of %s",
 	apiserverv1.SchemeGroupVersion, apiserverv1alpha1.SchemeGroupVersion, strings.Join(legacySections, " and "))
 
-func validate(file string, plugins Plugins) []error {
+func validate(file string, plugins Plugins, mapPath func(string) string) []error {
 	data, err := readFile(file)
 	if err != nil {
 		return []error{err}
@@ -120,9 +145,9 @@ func validate(file string, plugins Plugins) []error {
 		errs := make([]error, 0, len(dups))
 		for _, d := range dups {
 			if i, name, ok := entryOf(root, d.path); ok {
-				errs = append(errs, fmt.Errorf("plugin %s (plugins[%d]): %w", name, i, d))
+				errs = append(errs, &PluginError{Plugin: name, Where: fmt.Sprintf("plugins[%d]", i), Err: d})
 			} else if plugin, ok := legacyPlugins[strings.SplitN(d.path, ".", 2)[0]]; ok && child(root, "kind") == nil {
-				errs = append(errs, fmt.Errorf("plugin %s (legacy unversioned file): %w", plugin, d))
+				errs = append(errs, &PluginError{Plugin: plugin, Where: legacyWhere, Err: d})
 			} else {
 				errs = append(errs, d)
 			}
@@ -158,11 +183,11 @@ func validate(file string, plugins Plugins) []error {
 	if !ok {
 		return []error{fmt.Errorf("%s is not an admission configuration; %s", typeMeta(data), wantAdmission)}
 	}
-	return append(errs, validateEntries(file, config, plugins)...)
+	return append(errs, validateEntries(file, config, plugins, mapPath)...)
 }
 
 // validateEntries checks each plugin entry of an AdmissionConfiguration.
-func validateEntries(file string, config *apiserver.AdmissionConfiguration, plugins Plugins) []error {
+func validateEntries(file string, config *apiserver.AdmissionConfiguration, plugins Plugins, mapPath func(string) string) []error {
 	var errs []error
 	registered := sets.New(plugins.Registered...)
 	enabled := sets.New(plugins.Enabled...)
@@ -178,7 +203,7 @@ func validateEntries(file string, config *apiserver.AdmissionConfiguration, plug
 			continue
 		}
 		if j, seen := first[entry.Name]; seen {
-			errs = append(errs, fmt.Errorf("plugin %s (%s): configured again; plugins[%d] configures it already and upstream reads only the first entry", entry.Name, field, j))
+			errs = append(errs, &PluginError{Plugin: entry.Name, Where: field, Err: fmt.Errorf("configured again; plugins[%d] configures it already and upstream reads only the first entry", j)})
 			continue
 		}
 		first[entry.Name] = i
@@ -190,23 +215,26 @@ func validateEntries(file string, config *apiserver.AdmissionConfiguration, plug
 		)
 		switch {
 		case entry.Path != "" && hasInline:
-			errs = append(errs, fmt.Errorf("plugin %s (%s): give either path or configuration, not both (upstream would silently ignore path %q)", entry.Name, field, entry.Path))
+			errs = append(errs, &PluginError{Plugin: entry.Name, Where: field, Err: fmt.Errorf("give either path or configuration, not both (upstream would silently ignore path %q)", entry.Path)})
 			continue
 		case entry.Path != "":
 			resolved := resolve(file, entry.Path)
+			if filepath.IsAbs(entry.Path) {
+				resolved = mapPath(resolved)
+			}
 			source = "path " + resolved
 			var err error
 			if data, err = readFile(resolved); err != nil {
-				errs = append(errs, fmt.Errorf("plugin %s (%s.path %q): %w", entry.Name, field, entry.Path, err))
+				errs = append(errs, &PluginError{Plugin: entry.Name, Where: fmt.Sprintf("%s.path %q", field, entry.Path), Err: err})
 				continue
 			}
 			if isEmpty(data) {
-				errs = append(errs, fmt.Errorf("plugin %s (%s): the file is empty", entry.Name, source))
+				errs = append(errs, &PluginError{Plugin: entry.Name, Where: source, Err: errors.New("the file is empty")})
 				continue
 			}
 			if dups, _ := duplicates(data); len(dups) != 0 {
 				for _, d := range dups {
-					errs = append(errs, fmt.Errorf("plugin %s (%s): %w", entry.Name, source, d))
+					errs = append(errs, &PluginError{Plugin: entry.Name, Where: source, Err: d})
 				}
 				continue
 			}
@@ -214,17 +242,17 @@ func validateEntries(file string, config *apiserver.AdmissionConfiguration, plug
 			source = "inline configuration, " + field
 			data = entry.Configuration.Raw
 		default:
-			errs = append(errs, fmt.Errorf("plugin %s (%s): give its configuration inline under configuration, or a file under path", entry.Name, field))
+			errs = append(errs, &PluginError{Plugin: entry.Name, Where: field, Err: errors.New("give its configuration inline under configuration, or a file under path")})
 			continue
 		}
 
 		check, ok := checks[entry.Name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("plugin %s (%s): this plugin takes no configuration; remove the entry", entry.Name, source))
+			errs = append(errs, &PluginError{Plugin: entry.Name, Where: source, Err: errors.New("this plugin takes no configuration; remove the entry")})
 			continue
 		}
 		if err := check(entry.Name, data); err != nil {
-			errs = append(errs, fmt.Errorf("plugin %s (%s): %w", entry.Name, source, err))
+			errs = append(errs, &PluginError{Plugin: entry.Name, Where: source, Err: err})
 			continue
 		}
 		if !enabled.Has(entry.Name) {

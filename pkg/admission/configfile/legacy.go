@@ -118,7 +118,7 @@ func validateLegacy(file string, top map[string]json.RawMessage, plugins Plugins
 			continue
 		}
 		if err := sections[key]; err != nil {
-			errs = append(errs, fmt.Errorf("plugin %s (legacy unversioned file): %w", plugin, err))
+			errs = append(errs, &PluginError{Plugin: plugin, Where: legacyWhere, Err: err})
 		}
 	}
 	if len(errs) == 0 && !used {
