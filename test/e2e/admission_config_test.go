@@ -506,35 +506,7 @@ func TestAdmissionFlagsRefused(t *testing.T) {
 // Each malformed configuration stops the binary before it serves, with an
 // error that names the file, the plugin and the field, and without a panic.
 func TestAdmissionConfigRejectsMalformedFiles(t *testing.T) {
-	type malformedCase struct {
-		dir    string
-		enable string   // --enable-admission-plugins: the plugin runs, as it would in real use
-		want   []string // ${DIR} is the copy of the case's directory
-	}
-	cases := []malformedCase{
-		{"unknown-field", "EventRateLimit", []string{"plugin EventRateLimit (path ${DIR}/eventratelimit.yaml)", `unknown field "limits[0].qpss"`}},
-		{"wrong-kind", "PodTolerationRestriction", []string{"plugin PodTolerationRestriction (inline configuration, plugins[0])",
-			"kind PodTolerationRestrictionConfiguration is not a configuration of this plugin; want apiVersion podtolerationrestriction.admission.k8s.io/v1alpha1, kind Configuration"}},
-		{"duplicate-field", "", []string{"plugin PodSecurity (plugins[0])", "plugins[0].configuration.defaults.enforce: Duplicate value"}},
-		{"duplicate-field-in-path", "PodNodeSelector", []string{"plugin PodNodeSelector (path ${DIR}/podnodeselector.yaml)",
-			"podNodeSelectorPluginConfig.clusterDefaultNodeSelector: Duplicate value"}},
-		{"missing-file", "", []string{`plugin ResourceQuota (plugins[0].path "resourcequota.yaml")`, "${DIR}/resourcequota.yaml: no such file or directory"}},
-		{"negative-qps", "EventRateLimit", []string{"plugin EventRateLimit (inline configuration, plugins[0])", "limits[0].qps: Invalid value: -1: must be positive"}},
-		// A plugin's configuration is checked even when the plugin is off.
-		{"negative-qps", "", []string{"plugin EventRateLimit (inline configuration, plugins[0])", "limits[0].qps: Invalid value: -1: must be positive"}},
-		{"empty-file", "PodTolerationRestriction", []string{"plugin PodTolerationRestriction (path ${DIR}/podtolerationrestriction.yaml): the file is empty"}},
-		{"empty-config-file", "", []string{"the file is empty"}},
-		{"unknown-plugin", "EventRateLimit", []string{`plugins[0].name: plugin "EventRateLimits" is not a registered admission plugin`}},
-		{"legacy-bad-selector", "PodNodeSelector", []string{"plugin PodNodeSelector (legacy unversioned file)", `podNodeSelectorPluginConfig[team-a]: Invalid value: "team"`}},
-		{"image-policy-ttl", "ImagePolicyWebhook", []string{"plugin ImagePolicyWebhook (path ${DIR}/imagepolicy.yaml)", "imagePolicy.allowTTL: Invalid value: 3600"}},
-		{"webhook-relative-kubeconfig", "", []string{"plugin ValidatingAdmissionWebhook (inline configuration, plugins[0])",
-			`kubeConfigFile: Invalid value: "webhook.kubeconfig": must be an absolute file path`}},
-		{"restored-unknown-field", "SecurityContextDeny", []string{"plugin SecurityContextDeny (path ${DIR}/securitycontextdeny.yaml)", `unknown field "coverEphemeralContainer"`}},
-		{"wrong-config-kind", "", []string{"apiVersion apiserver.config.k8s.io/v1, kind AdmissionConfig is not an admission configuration"}},
-		{"unknown-config-field", "", []string{`unknown field "plugin"`}},
-		{"path-and-configuration", "DenyEscalatingExec", []string{"plugin DenyEscalatingExec (plugins[0]): give either path or configuration, not both"}},
-		{"plugin-without-configuration", "AlwaysPullImages", []string{"plugin AlwaysPullImages (inline configuration, plugins[0]): this plugin takes no configuration"}},
-	}
+	cases := malformedConfigs
 	// Every case directory is in the table.
 	dirs, err := os.ReadDir(filepath.Join("testdata", "admission-config", "malformed"))
 	if err != nil {
@@ -546,11 +518,7 @@ func TestAdmissionConfigRejectsMalformedFiles(t *testing.T) {
 		}
 	}
 	for _, c := range cases {
-		name := c.dir + "/" + c.enable
-		if c.enable == "" {
-			name = c.dir + "/defaults"
-		}
-		t.Run(name, func(t *testing.T) {
+		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			config := copyAdmissionConfig(t, filepath.Join("malformed", c.dir), dir, nil)
@@ -574,6 +542,56 @@ func TestAdmissionConfigRejectsMalformedFiles(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	})
+}
+
+// malformedCase is a broken configuration under testdata/admission-config/malformed.
+type malformedCase struct {
+	dir    string
+	enable string   // --enable-admission-plugins: the plugin runs, as it would in real use
+	want   []string // ${DIR} is the copy of the case's directory
+}
+
+func (c malformedCase) name() string {
+	if c.enable == "" {
+		return c.dir + "/defaults"
+	}
+	return c.dir + "/" + c.enable
+}
+
+// The broken configurations, with the shapes of upstream's loader bugs: an
+// empty entry (a panic in v1.9), PodNodeSelector's silent fallback on a file
+// it cannot parse, path and configuration together, a directory or the file
+// itself where a plugin's file belongs, unknown and duplicate fields.
+var malformedConfigs = []malformedCase{
+	{"unknown-field", "EventRateLimit", []string{"plugin EventRateLimit (path ${DIR}/eventratelimit.yaml)", `unknown field "limits[0].qpss"`}},
+	{"wrong-kind", "PodTolerationRestriction", []string{"plugin PodTolerationRestriction (inline configuration, plugins[0])",
+		"kind PodTolerationRestrictionConfiguration is not a configuration of this plugin; want apiVersion podtolerationrestriction.admission.k8s.io/v1alpha1, kind Configuration"}},
+	{"duplicate-field", "", []string{"plugin PodSecurity (plugins[0])", "plugins[0].configuration.defaults.enforce: Duplicate value"}},
+	{"duplicate-field-in-path", "PodNodeSelector", []string{"plugin PodNodeSelector (path ${DIR}/podnodeselector.yaml)",
+		"podNodeSelectorPluginConfig.clusterDefaultNodeSelector: Duplicate value"}},
+	{"missing-file", "", []string{`plugin ResourceQuota (plugins[0].path "resourcequota.yaml")`, "${DIR}/resourcequota.yaml: no such file or directory"}},
+	{"negative-qps", "EventRateLimit", []string{"plugin EventRateLimit (inline configuration, plugins[0])", "limits[0].qps: Invalid value: -1: must be positive"}},
+	// A plugin's configuration is checked even when the plugin is off.
+	{"negative-qps", "", []string{"plugin EventRateLimit (inline configuration, plugins[0])", "limits[0].qps: Invalid value: -1: must be positive"}},
+	{"empty-file", "PodTolerationRestriction", []string{"plugin PodTolerationRestriction (path ${DIR}/podtolerationrestriction.yaml): the file is empty"}},
+	{"empty-config-file", "", []string{"the file is empty"}},
+	{"unknown-plugin", "EventRateLimit", []string{`plugins[0].name: plugin "EventRateLimits" is not a registered admission plugin`}},
+	{"legacy-bad-selector", "PodNodeSelector", []string{"plugin PodNodeSelector (legacy unversioned file)", `podNodeSelectorPluginConfig[team-a]: Invalid value: "team"`}},
+	{"image-policy-ttl", "ImagePolicyWebhook", []string{"plugin ImagePolicyWebhook (path ${DIR}/imagepolicy.yaml)", "imagePolicy.allowTTL: Invalid value: 3600"}},
+	{"webhook-relative-kubeconfig", "", []string{"plugin ValidatingAdmissionWebhook (inline configuration, plugins[0])",
+		`kubeConfigFile: Invalid value: "webhook.kubeconfig": must be an absolute file path`}},
+	{"restored-unknown-field", "SecurityContextDeny", []string{"plugin SecurityContextDeny (path ${DIR}/securitycontextdeny.yaml)", `unknown field "coverEphemeralContainer"`}},
+	{"wrong-config-kind", "", []string{"apiVersion apiserver.config.k8s.io/v1, kind AdmissionConfig is not an admission configuration"}},
+	{"unknown-config-field", "", []string{`unknown field "plugin"`}},
+	{"path-and-configuration", "DenyEscalatingExec", []string{"plugin DenyEscalatingExec (plugins[0]): give either path or configuration, not both"}},
+	{"plugin-without-configuration", "AlwaysPullImages", []string{"plugin AlwaysPullImages (inline configuration, plugins[0]): this plugin takes no configuration"}},
+	{"empty-plugin-entry", "", []string{"plugins[0].name: Required value: name the admission plugin this entry configures"}},
+	{"podnodeselector-unparsable", "PodNodeSelector", []string{"plugin PodNodeSelector (path ${DIR}/podnodeselector.yaml)", "did not find expected ',' or ']'"}},
+	{"path-is-directory", "EventRateLimit", []string{`plugin EventRateLimit (plugins[0].path "confdir")`, "${DIR}/confdir is not a regular file"}},
+	{"self-reference", "EventRateLimit", []string{"plugin EventRateLimit (path ${DIR}/admission.yaml)",
+		"kind AdmissionConfiguration is not a configuration of this plugin; want apiVersion eventratelimit.admission.k8s.io/v1alpha1, kind Configuration"}},
+	{"duplicate-plugin-entry", "EventRateLimit", []string{"plugin EventRateLimit (plugins[1]): configured again; plugins[0] configures it already"}},
+	{"wrong-case-plugin", "EventRateLimit", []string{`plugins[0].name: plugin "eventratelimit" is not a registered admission plugin (did you mean "EventRateLimit"?)`}},
 }
 
 // runAdmissionConfigBinary runs our kube-apiserver with the flags it needs
