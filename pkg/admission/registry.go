@@ -1,7 +1,9 @@
 // Package admission adds Turnstile's own admission plugins to upstream's
 // kube-apiserver registry: it registers them, splices them into upstream's
 // recommended order at the places they historically ran, and keeps them off
-// by default, so that upstream's default chain is unchanged.
+// by default, so that upstream's default chain is unchanged. It also names,
+// in the audit event of a refused request, the plugin that refused it
+// (rejectedby).
 package admission
 
 import (
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
+	"github.com/turnstile-k8s/turnstile/pkg/admission/rejectedby"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny"
@@ -83,6 +86,8 @@ func apply(o *genericoptions.AdmissionOptions, register []func(*admission.Plugin
 	}
 	o.RecommendedPluginOrder = order
 	o.DefaultOffPlugins = o.DefaultOffPlugins.Clone().Insert(placed...)
+	// After upstream's metrics decorator, so that it wraps what it measures.
+	o.Decorators = append(slices.Clip(o.Decorators), rejectedby.Decorator)
 	return nil
 }
 
