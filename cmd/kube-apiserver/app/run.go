@@ -29,17 +29,23 @@ import (
 //go:linkname apiVersionPriorities k8s.io/kubernetes/cmd/kube-apiserver/app.apiVersionPriorities
 var apiVersionPriorities map[schema.GroupVersion]controlplaneapiserver.APIServicePriority
 
-// run is upstream's Run with our server chain. When PodSecurityPolicy is not
+// run is upstream's Run with our server chain, and the admission
+// configuration file reloaded when it changes. When PodSecurityPolicy is not
 // served the chain is exactly upstream's.
 func run(ctx context.Context, opts options.CompletedOptions) error {
 	klog.Infof("Version: %+v", utilversion.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
+	decorators := recordAdmissionChain(opts)
 	config, err := upstream.NewConfig(opts)
 	if err != nil {
 		return err
 	}
 	kube := config.KubeAPIs.ControlPlane.Generic
+	reloader, err := newAdmissionReloader(opts, kube, config.KubeAPIs.ControlPlane.VersionedInformers, decorators)
+	if err != nil {
+		return err
+	}
 	servePSP, err := policyserver.Enabled(kube.MergedResourceConfig, policyserver.PluginEnabled(opts.Admission))
 	if err != nil {
 		return err
@@ -62,6 +68,9 @@ func run(ctx context.Context, opts options.CompletedOptions) error {
 	prepared, err := server.PrepareRun()
 	if err != nil {
 		return err
+	}
+	if reloader != nil {
+		go reloader.Run(ctx)
 	}
 	return prepared.Run(ctx)
 }

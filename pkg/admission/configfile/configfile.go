@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	apiserverv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
@@ -329,4 +331,65 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// PluginConfigs reads file with upstream's loader and returns the
+// configuration each of plugins gets, exactly the bytes upstream hands the
+// plugin's factory; a plugin without one is absent. Call it after Problems
+// found none: upstream's loader is lenient.
+func PluginConfigs(file string, plugins []string) (map[string][]byte, error) {
+	provider, err := admission.ReadAdmissionConfiguration(plugins, file, configScheme)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", Flag, file, err)
+	}
+	configs := map[string][]byte{}
+	for _, name := range plugins {
+		r, err := provider.ConfigFor(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: plugin %s: %w", Flag, file, name, err)
+		}
+		if r == nil {
+			continue
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: plugin %s: %w", Flag, file, name, err)
+		}
+		configs[name] = data
+	}
+	return configs, nil
+}
+
+// Sources returns what a change to the configuration is seen in: the bytes
+// of file and of each file its entries name by path, keyed by path. A file
+// that cannot be read is keyed with its error, so that its repair is a
+// change too. It reads leniently: Problems says what is wrong.
+func Sources(file string) map[string][]byte {
+	sources := map[string][]byte{}
+	data, err := readFile(file)
+	if err != nil {
+		sources[file] = []byte("error: " + err.Error())
+		return sources
+	}
+	sources[file] = data
+	var config struct {
+		Plugins []struct {
+			Path string `json:"path"`
+		} `json:"plugins"`
+	}
+	if yaml.Unmarshal(data, &config) != nil {
+		return sources
+	}
+	for _, p := range config.Plugins {
+		if p.Path == "" {
+			continue
+		}
+		resolved := resolve(file, p.Path)
+		if data, err := readFile(resolved); err != nil {
+			sources[resolved] = []byte("error: " + err.Error())
+		} else {
+			sources[resolved] = data
+		}
+	}
+	return sources
 }

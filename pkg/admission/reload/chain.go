@@ -1,0 +1,161 @@
+// Package reload applies a changed --admission-control-config-file to a
+// running apiserver without a restart.
+//
+// Upstream builds the admission chain once. A Chain, installed as the last
+// of the admission options' decorators, sees every plugin of that chain in
+// order as it is built: it records the order (for /admissionz) and puts each
+// plugin whose configuration can change at run time behind a slot. A
+// Controller polls the file and the files it references; when they change,
+// it checks the new configuration strictly (pkg/admission/configfile), builds
+// new instances of the plugins whose configuration changed, with the same
+// initializers and decorators, and swaps them all in at once. A broken
+// configuration changes nothing: the last good chain keeps serving.
+package reload
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+)
+
+// Reloadable are the plugins whose configuration a reload may change. Their
+// instances hold nothing that outlives them but caches (EventRateLimit's
+// token buckets, ImagePolicyWebhook's answers), which a reload starts
+// afresh. The webhook and admission policy plugins and ResourceQuota start
+// workers and informers of their own that an instance cannot hand over, so
+// a change to their configuration is refused until a restart.
+var Reloadable = sets.New(
+	"EventRateLimit", "ImagePolicyWebhook", "PodNodeSelector", "PodSecurity", "PodTolerationRestriction",
+	"SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged", "PersistentVolumeLabel",
+)
+
+// Plugin is one plugin of the chain as it was built.
+type Plugin struct {
+	Name                 string
+	Mutating, Validating bool
+}
+
+// Chain is the admission chain as built, and the instances of its
+// reloadable plugins now in force.
+type Chain struct {
+	mu      sync.Mutex
+	plugins []Plugin
+	// current maps a reloadable plugin's name to its instance; a reload
+	// stores a new map, so that every plugin it changes changes at once.
+	current atomic.Pointer[map[string]admission.Interface]
+}
+
+// Default is the chain of the apiserver this process runs.
+var Default = &Chain{}
+
+// Decorator records each plugin and puts the reloadable ones behind a slot.
+// It must be the last decorator, so that what a slot holds is decorated
+// like every other plugin.
+func (c *Chain) Decorator() admission.Decorator {
+	return admission.DecoratorFunc(c.decorate)
+}
+
+func (c *Chain) decorate(handler admission.Interface, name string) admission.Interface {
+	_, mutates := handler.(admission.MutationInterface)
+	_, validates := handler.(admission.ValidationInterface)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// A name seen already means that a new chain is being built.
+	for _, p := range c.plugins {
+		if p.Name == name {
+			c.plugins = nil
+			c.current.Store(nil)
+			break
+		}
+	}
+	c.plugins = append(c.plugins, Plugin{Name: name, Mutating: mutates, Validating: validates})
+	if !Reloadable.Has(name) {
+		return handler
+	}
+	next := map[string]admission.Interface{}
+	if cur := c.current.Load(); cur != nil {
+		for k, v := range *cur {
+			next[k] = v
+		}
+	}
+	next[name] = handler
+	c.current.Store(&next)
+	s := slot{chain: c, name: name, initial: handler}
+	switch {
+	case mutates && validates:
+		return &mutatingValidatingSlot{mutatingSlot{s}, validatingSlot{s}}
+	case mutates:
+		return &mutatingSlot{s}
+	case validates:
+		return &validatingSlot{s}
+	default:
+		return handler
+	}
+}
+
+// Plugins is the chain in order.
+func (c *Chain) Plugins() []Plugin {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Plugin(nil), c.plugins...)
+}
+
+// swap puts instances in force in place of the current ones of the same name.
+func (c *Chain) swap(instances map[string]admission.Interface) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := map[string]admission.Interface{}
+	if cur := c.current.Load(); cur != nil {
+		for k, v := range *cur {
+			next[k] = v
+		}
+	}
+	for k, v := range instances {
+		next[k] = v
+	}
+	c.current.Store(&next)
+}
+
+// slot is a reloadable plugin's place in the chain. A call reads the
+// instance in force when it starts and finishes on it, so a request inside
+// a plugin during a reload completes on the old configuration.
+type slot struct {
+	chain   *Chain
+	name    string
+	initial admission.Interface
+}
+
+func (s *slot) instance() admission.Interface {
+	if cur := s.chain.current.Load(); cur != nil {
+		if i, ok := (*cur)[s.name]; ok {
+			return i
+		}
+	}
+	return s.initial
+}
+
+func (s *slot) Handles(op admission.Operation) bool { return s.instance().Handles(op) }
+
+type mutatingSlot struct{ slot }
+
+func (s *mutatingSlot) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	return s.instance().(admission.MutationInterface).Admit(ctx, a, o)
+}
+
+type validatingSlot struct{ slot }
+
+func (s *validatingSlot) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	return s.instance().(admission.ValidationInterface).Validate(ctx, a, o)
+}
+
+type mutatingValidatingSlot struct {
+	mutatingSlot
+	validatingSlot
+}
+
+func (s *mutatingValidatingSlot) Handles(op admission.Operation) bool {
+	return s.mutatingSlot.Handles(op)
+}

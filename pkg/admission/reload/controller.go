@@ -1,0 +1,197 @@
+package reload
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/klog/v2"
+
+	"github.com/turnstile-k8s/turnstile/pkg/admission/configfile"
+)
+
+// Controller reloads the admission configuration file when it or a file it
+// references changes on disk. It reads the files' contents every Interval,
+// so it sees every way a file is replaced: written in place, renamed over,
+// or swapped through symlinks as the kubelet does for ConfigMap volumes.
+type Controller struct {
+	// Chain is the chain to change.
+	Chain *Chain
+	// File is --admission-control-config-file.
+	File string
+	// Plugins is the registry the chain was built from, Registered its
+	// names, and Enabled the plugins the chain runs.
+	Plugins    *admission.Plugins
+	Registered []string
+	Enabled    []string
+	// Initializer initializes a new instance as the apiserver initialized
+	// the first, and Decorators decorate it as the others (all but the
+	// Chain's own decorator).
+	Initializer admission.PluginInitializer
+	Decorators  admission.Decorators
+	// APIServerID labels the metrics, as upstream's reload metrics are.
+	APIServerID string
+	// Interval is how often the files are read; zero means every second.
+	Interval time.Duration
+
+	mu       sync.Mutex
+	seen     []byte            // digest of the sources last looked at
+	inForce  map[string][]byte // each enabled plugin's configuration in force
+	hash     string            // digest of the configuration in force
+	lastTime time.Time
+	lastErr  error
+}
+
+// Status is the state of reloading, for /admissionz.
+type Status struct {
+	File string
+	// Hash is the sha256 of the configuration in force.
+	Hash string
+	// Configs is each enabled plugin's configuration in force.
+	Configs map[string][]byte
+	// LastReload is when the last reload was tried, zero for none, and
+	// LastError why it was refused, nil when it succeeded.
+	LastReload time.Time
+	LastError  error
+}
+
+// Start reads the configuration in force and returns; Run then watches it.
+func (c *Controller) Start() error {
+	RegisterMetrics()
+	configs, err := configfile.PluginConfigs(c.File, c.Enabled)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = digest(configfile.Sources(c.File))
+	c.inForce = configs
+	c.hash = configHash(configs)
+	recordConfigInfo(c.APIServerID, c.hash)
+	return nil
+}
+
+// Run watches the files until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	interval := c.Interval
+	if interval == 0 {
+		interval = time.Second
+	}
+	klog.InfoS("Watching the admission configuration for changes", "file", c.File, "interval", interval)
+	wait.UntilWithContext(ctx, func(context.Context) { c.Check() }, interval)
+}
+
+// Check reloads when the files changed since it last looked. It returns
+// whether it tried, and the reload's error.
+func (c *Controller) Check() (tried bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := digest(configfile.Sources(c.File))
+	if bytes.Equal(seen, c.seen) {
+		return false, nil
+	}
+	c.seen = seen
+	began := time.Now()
+	err = c.reload()
+	c.lastTime, c.lastErr = time.Now(), err
+	if err != nil {
+		recordFailure(c.APIServerID)
+		klog.ErrorS(err, "Admission configuration not reloaded; the last good configuration stays in force", "file", c.File)
+		return true, err
+	}
+	recordSuccess(c.APIServerID, c.hash)
+	klog.InfoS("Admission configuration reloaded", "file", c.File, "hash", c.hash, "duration", time.Since(began))
+	return true, nil
+}
+
+// reload applies the file as it is now, or nothing of it.
+func (c *Controller) reload() error {
+	plugins := configfile.Plugins{Registered: c.Registered, Enabled: c.Enabled}
+	if problems := configfile.Problems(c.File, plugins, nil); len(problems) > 0 {
+		return errors.Join(problems...)
+	}
+	configs, err := configfile.PluginConfigs(c.File, c.Enabled)
+	if err != nil {
+		return err
+	}
+	kinds := map[string]Plugin{}
+	for _, p := range c.Chain.Plugins() {
+		kinds[p.Name] = p
+	}
+	instances := map[string]admission.Interface{}
+	for _, name := range c.Enabled {
+		if bytes.Equal(configs[name], c.inForce[name]) {
+			continue
+		}
+		if !Reloadable.Has(name) {
+			return fmt.Errorf("%s %s: plugin %s: its configuration changed, and it cannot be reloaded: restart the apiserver to apply it", configfile.Flag, c.File, name)
+		}
+		instance, err := c.newInstance(name, configs[name], kinds[name])
+		if err != nil {
+			return fmt.Errorf("%s %s: plugin %s: %w", configfile.Flag, c.File, name, err)
+		}
+		instances[name] = instance
+	}
+	c.Chain.swap(instances)
+	c.inForce = configs
+	c.hash = configHash(configs)
+	return nil
+}
+
+// newInstance builds, initializes and decorates a plugin as the apiserver
+// built the first instance, and checks that it is the same kind of plugin.
+func (c *Controller) newInstance(name string, config []byte, want Plugin) (admission.Interface, error) {
+	var r io.Reader
+	if config != nil {
+		r = bytes.NewReader(config)
+	}
+	instance, err := c.Plugins.InitPlugin(name, r, c.Initializer)
+	if err != nil {
+		return nil, err
+	}
+	if instance == nil {
+		return nil, errors.New("the plugin declined to run with this configuration")
+	}
+	instance = c.Decorators.Decorate(instance, name)
+	_, mutates := instance.(admission.MutationInterface)
+	_, validates := instance.(admission.ValidationInterface)
+	if mutates != want.Mutating || validates != want.Validating {
+		return nil, fmt.Errorf("the new instance mutates=%v validates=%v, the chain's mutates=%v validates=%v", mutates, validates, want.Mutating, want.Validating)
+	}
+	return instance, nil
+}
+
+// Status says what is in force and how the last reload went.
+func (c *Controller) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Status{File: c.File, Hash: c.hash, Configs: c.inForce, LastReload: c.lastTime, LastError: c.lastErr}
+}
+
+// digest is one hash over the sources, in a fixed order.
+func digest(sources map[string][]byte) []byte {
+	h := sha256.New()
+	paths := make([]string, 0, len(sources))
+	for p := range sources {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(sources[p]))
+		h.Write(sources[p])
+	}
+	return h.Sum(nil)
+}
+
+// configHash is the sha256 of the plugins' configurations.
+func configHash(configs map[string][]byte) string {
+	return fmt.Sprintf("sha256:%x", digest(configs))
+}
