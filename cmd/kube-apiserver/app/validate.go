@@ -136,7 +136,9 @@ func parseManifest(file string) (*serverFlags, *staticpod.Command, []Finding) {
 func check(ctx context.Context, srv *serverFlags, mapPath func(string) string) []Finding {
 	s := srv.options
 	var findings []Finding
-	flagProblem := func(err error) { findings = append(findings, Finding{Source: "flags", Field: fieldOf(err), Message: err.Error()}) }
+	flagProblem := func(err error) {
+		findings = append(findings, Finding{Source: "flags", Field: fieldOf(err), Message: err.Error()})
+	}
 
 	if err := srv.etcd.Validate(s.Etcd.StorageConfig.Transport.ServerList); err != nil {
 		flagProblem(err)

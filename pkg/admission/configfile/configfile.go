@@ -102,7 +102,9 @@ type PluginError struct {
 	Err           error
 }
 
-func (e *PluginError) Error() string { return fmt.Sprintf("plugin %s (%s): %v", e.Plugin, e.Where, e.Err) }
+func (e *PluginError) Error() string {
+	return fmt.Sprintf("plugin %s (%s): %v", e.Plugin, e.Where, e.Err)
+}
 func (e *PluginError) Unwrap() error { return e.Err }
 
 // legacyWhere is Where for the legacy unversioned file.
