@@ -1,8 +1,6 @@
 package app
 
 import (
-	"slices"
-
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -20,14 +18,11 @@ import (
 )
 
 // recordAdmissionChain makes the chain that upstream builds from opts
-// observable and reloadable (pkg/admission/reload), and returns the
-// decorators every plugin gets, which a reloaded instance gets too. Call it
-// before upstream builds the chain.
-func recordAdmissionChain(opts options.CompletedOptions) admission.Decorators {
+// observable and reloadable (pkg/admission/reload). Call it before upstream
+// builds the chain.
+func recordAdmissionChain(opts options.CompletedOptions) {
 	g := opts.Admission.GenericAdmission
-	decorators := slices.Clone(g.Decorators)
-	g.Decorators = append(slices.Clip(g.Decorators), reload.Default.Decorator())
-	return decorators
+	g.Decorators = append(admission.Decorators{reload.Default.Decorator()}, g.Decorators...)
 }
 
 // newAdmissionReloader returns the controller that reloads
@@ -36,7 +31,7 @@ func recordAdmissionChain(opts options.CompletedOptions) admission.Decorators {
 // upstream gives the first instance: the loopback client, the shared
 // informers, the authorizer, the feature gates and the drain signal. The
 // plugins that need more than that are not reloadable (reload.Reloadable).
-func newAdmissionReloader(opts options.CompletedOptions, generic *genericapiserver.Config, informers clientgoinformers.SharedInformerFactory, decorators admission.Decorators) (*reload.Controller, error) {
+func newAdmissionReloader(opts options.CompletedOptions, generic *genericapiserver.Config, informers clientgoinformers.SharedInformerFactory) (*reload.Controller, error) {
 	g := opts.Admission.GenericAdmission
 	if g.ConfigFile == "" {
 		return nil, nil
@@ -62,7 +57,6 @@ func newAdmissionReloader(opts options.CompletedOptions, generic *genericapiserv
 			initializer.New(kubeClient, dynamicClient, informers, generic.Authorization.Authorizer, utilfeature.DefaultFeatureGate,
 				effectiveVersion, generic.DrainedNotify(), restMapper),
 		},
-		Decorators:  decorators,
 		APIServerID: generic.APIServerID,
 	}
 	return c, c.Start()

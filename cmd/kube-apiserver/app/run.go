@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"net/http"
 	"os"
 	_ "unsafe" // go:linkname of upstream's APIService priorities
 
@@ -17,6 +18,8 @@ import (
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 
+	"github.com/turnstile-k8s/turnstile/pkg/admission/admissionz"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/reload"
 	"github.com/turnstile-k8s/turnstile/pkg/policyserver"
 )
 
@@ -36,13 +39,13 @@ func run(ctx context.Context, opts options.CompletedOptions) error {
 	klog.Infof("Version: %+v", utilversion.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
-	decorators := recordAdmissionChain(opts)
+	recordAdmissionChain(opts)
 	config, err := upstream.NewConfig(opts)
 	if err != nil {
 		return err
 	}
 	kube := config.KubeAPIs.ControlPlane.Generic
-	reloader, err := newAdmissionReloader(opts, kube, config.KubeAPIs.ControlPlane.VersionedInformers, decorators)
+	reloader, err := newAdmissionReloader(opts, kube, config.KubeAPIs.ControlPlane.VersionedInformers)
 	if err != nil {
 		return err
 	}
@@ -61,7 +64,8 @@ func run(ctx context.Context, opts options.CompletedOptions) error {
 	if err != nil {
 		return err
 	}
-	server, err := createServerChain(completed, pspConfig)
+	z := admissionz.Handler(reload.Default, reloader, opts.Admission.GenericAdmission.DefaultOffPlugins)
+	server, err := createServerChain(completed, pspConfig, z)
 	if err != nil {
 		return err
 	}
@@ -77,10 +81,11 @@ func run(ctx context.Context, opts options.CompletedOptions) error {
 
 // createServerChain is upstream's CreateServerChain, composed from the same
 // exported constructors, with the policy/v1beta1 server (when pspConfig is
-// not nil) between the aggregator and the kube-apiserver:
+// not nil) between the aggregator and the kube-apiserver, and /admissionz
+// served by the kube-apiserver:
 //
 //	aggregator -> turnstile-policy-v1beta1 -> kube-apiserver -> apiextensions -> notfound
-func createServerChain(c upstream.CompletedConfig, pspConfig *genericapiserver.Config) (*aggregatorapiserver.APIAggregator, error) {
+func createServerChain(c upstream.CompletedConfig, pspConfig *genericapiserver.Config, admissionzHandler http.Handler) (*aggregatorapiserver.APIAggregator, error) {
 	notFoundHandler := notfoundhandler.New(c.KubeAPIs.ControlPlane.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
 	apiExtensionsServer, err := c.ApiExtensions.New(genericapiserver.NewEmptyDelegateWithCustomHandler(notFoundHandler))
 	if err != nil {
@@ -92,6 +97,7 @@ func createServerChain(c upstream.CompletedConfig, pspConfig *genericapiserver.C
 	if err != nil {
 		return nil, err
 	}
+	kubeAPIServer.ControlPlane.GenericAPIServer.Handler.NonGoRestfulMux.Handle(admissionz.Path, admissionzHandler)
 	var delegate genericapiserver.DelegationTarget = kubeAPIServer.ControlPlane.GenericAPIServer
 	if pspConfig != nil {
 		s, err := policyserver.New(pspConfig, c.KubeAPIs.ControlPlane.VersionedInformers, delegate)

@@ -17,6 +17,7 @@ package configfile
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -391,6 +392,39 @@ func Sources(file string) map[string][]byte {
 			sources[resolved] = []byte("error: " + err.Error())
 		} else {
 			sources[resolved] = data
+		}
+	}
+	return sources
+}
+
+// EntrySources says where each plugin entry of file takes its
+// configuration from: "path <resolved path>" or "inline". It reads
+// leniently, as Sources does.
+func EntrySources(file string) map[string]string {
+	data, err := readFile(file)
+	if err != nil {
+		return nil
+	}
+	var config struct {
+		Plugins []struct {
+			Name          string          `json:"name"`
+			Path          string          `json:"path"`
+			Configuration json.RawMessage `json:"configuration"`
+		} `json:"plugins"`
+	}
+	if yaml.Unmarshal(data, &config) != nil {
+		return nil
+	}
+	sources := map[string]string{}
+	for _, p := range config.Plugins {
+		if _, seen := sources[p.Name]; seen || p.Name == "" {
+			continue // upstream reads the first entry
+		}
+		switch {
+		case p.Path != "":
+			sources[p.Name] = "path " + resolve(file, p.Path)
+		case len(p.Configuration) > 0 && string(p.Configuration) != "null":
+			sources[p.Name] = "inline"
 		}
 	}
 	return sources

@@ -1,14 +1,16 @@
 // Package reload applies a changed --admission-control-config-file to a
 // running apiserver without a restart.
 //
-// Upstream builds the admission chain once. A Chain, installed as the last
-// of the admission options' decorators, sees every plugin of that chain in
-// order as it is built: it records the order (for /admissionz) and puts each
-// plugin whose configuration can change at run time behind a slot. A
+// Upstream builds the admission chain once. A Chain, installed as the first
+// of the admission options' decorators (the innermost, so it sees each
+// plugin itself, before upstream's metrics decorator wraps it), sees every
+// plugin of that chain in order as it is built: it records the order and
+// each plugin's phases (for /admissionz) and puts each plugin whose
+// configuration can change at run time behind a slot. A
 // Controller polls the file and the files it references; when they change,
 // it checks the new configuration strictly (pkg/admission/configfile), builds
-// new instances of the plugins whose configuration changed, with the same
-// initializers and decorators, and swaps them all in at once. A broken
+// new instances of the plugins whose configuration changed, initialized as
+// the first ones were, and swaps them all in at once. A broken
 // configuration changes nothing: the last good chain keeps serving.
 package reload
 
@@ -52,8 +54,8 @@ type Chain struct {
 var Default = &Chain{}
 
 // Decorator records each plugin and puts the reloadable ones behind a slot.
-// It must be the last decorator, so that what a slot holds is decorated
-// like every other plugin.
+// It must be the first decorator: a slot holds the plugin itself, and the
+// other decorators wrap the slot, so a new instance needs no decorating.
 func (c *Chain) Decorator() admission.Decorator {
 	return admission.DecoratorFunc(c.decorate)
 }

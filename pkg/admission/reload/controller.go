@@ -33,10 +33,8 @@ type Controller struct {
 	Registered []string
 	Enabled    []string
 	// Initializer initializes a new instance as the apiserver initialized
-	// the first, and Decorators decorate it as the others (all but the
-	// Chain's own decorator).
+	// the first.
 	Initializer admission.PluginInitializer
-	Decorators  admission.Decorators
 	// APIServerID labels the metrics, as upstream's reload metrics are.
 	APIServerID string
 	// Interval is how often the files are read; zero means every second.
@@ -45,6 +43,7 @@ type Controller struct {
 	mu       sync.Mutex
 	seen     []byte            // digest of the sources last looked at
 	inForce  map[string][]byte // each enabled plugin's configuration in force
+	sources  map[string]string // where each came from: "path ...", "inline"
 	hash     string            // digest of the configuration in force
 	lastTime time.Time
 	lastErr  error
@@ -55,8 +54,10 @@ type Status struct {
 	File string
 	// Hash is the sha256 of the configuration in force.
 	Hash string
-	// Configs is each enabled plugin's configuration in force.
+	// Configs is each enabled plugin's configuration in force, and Sources
+	// where it came from: "path <file>" or "inline".
 	Configs map[string][]byte
+	Sources map[string]string
 	// LastReload is when the last reload was tried, zero for none, and
 	// LastError why it was refused, nil when it succeeded.
 	LastReload time.Time
@@ -73,7 +74,7 @@ func (c *Controller) Start() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seen = digest(configfile.Sources(c.File))
-	c.inForce = configs
+	c.inForce, c.sources = configs, configfile.EntrySources(c.File)
 	c.hash = configHash(configs)
 	recordConfigInfo(c.APIServerID, c.hash)
 	return nil
@@ -141,13 +142,13 @@ func (c *Controller) reload() error {
 		instances[name] = instance
 	}
 	c.Chain.swap(instances)
-	c.inForce = configs
+	c.inForce, c.sources = configs, configfile.EntrySources(c.File)
 	c.hash = configHash(configs)
 	return nil
 }
 
-// newInstance builds, initializes and decorates a plugin as the apiserver
-// built the first instance, and checks that it is the same kind of plugin.
+// newInstance builds and initializes a plugin as the apiserver built the
+// first instance, and checks that it is the same kind of plugin.
 func (c *Controller) newInstance(name string, config []byte, want Plugin) (admission.Interface, error) {
 	var r io.Reader
 	if config != nil {
@@ -160,7 +161,6 @@ func (c *Controller) newInstance(name string, config []byte, want Plugin) (admis
 	if instance == nil {
 		return nil, errors.New("the plugin declined to run with this configuration")
 	}
-	instance = c.Decorators.Decorate(instance, name)
 	_, mutates := instance.(admission.MutationInterface)
 	_, validates := instance.(admission.ValidationInterface)
 	if mutates != want.Mutating || validates != want.Validating {
@@ -173,7 +173,7 @@ func (c *Controller) newInstance(name string, config []byte, want Plugin) (admis
 func (c *Controller) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Status{File: c.File, Hash: c.hash, Configs: c.inForce, LastReload: c.lastTime, LastError: c.lastErr}
+	return Status{File: c.File, Hash: c.hash, Configs: c.inForce, Sources: c.sources, LastReload: c.lastTime, LastError: c.lastErr}
 }
 
 // digest is one hash over the sources, in a fixed order.
