@@ -22,6 +22,8 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 
+	"github.com/turnstile-k8s/turnstile/pkg/admission/rejectedby"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/reload"
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
 	"github.com/turnstile-k8s/turnstile/test/fixtures"
@@ -76,10 +78,11 @@ func anyPodPolicy(b *testing.B) *unstructured.Unstructured {
 }
 
 // ourChain builds the admission chain of every plugin we register, in our
-// order, through upstream's registry code, with no configuration, and
+// order, through upstream's registry code, with no configuration and the
+// decorators given, and
 // starts the informers the plugins registered. The pods are in the
 // informers' cache; the client's actions are cleared.
-func ourChain(b *testing.B, pods ...*corev1.Pod) (admission.ValidationInterface, *fake.Clientset) {
+func ourChain(b *testing.B, decorators admission.Decorators, pods ...*corev1.Pod) (admission.ValidationInterface, *fake.Clientset) {
 	plugins := admission.NewPlugins()
 	for _, r := range registrations {
 		r(plugins)
@@ -101,7 +104,7 @@ func ourChain(b *testing.B, pods ...*corev1.Pod) (admission.ValidationInterface,
 	psps := policyv1beta1.SchemeGroupVersion.WithResource("podsecuritypolicies")
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{psps: "PodSecurityPolicyList"}, anyPodPolicy(b))
 	wiring := wireInformers{factory: factory, client: client, dynamic: dyn, authz: authorizerfactory.NewAlwaysAllowAuthorizer()}
-	chain, err := plugins.NewFromPlugins(names, noConfig, wiring, nil)
+	chain, err := plugins.NewFromPlugins(names, noConfig, wiring, decorators)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -117,6 +120,10 @@ func ourChain(b *testing.B, pods ...*corev1.Pod) (admission.ValidationInterface,
 	return chain.(admission.ValidationInterface), client
 }
 
+// BenchmarkChain measures a request through our plugins, undecorated and
+// decorated as the apiserver serves them: the reload slot innermost (every
+// restored plugin but PodSecurityPolicy is reloadable) and the
+// rejected-by annotation outermost.
 func BenchmarkChain(b *testing.B) {
 	cached := fixtures.Pod("web", "shop")
 	var pod api.Pod // admission sees the internal type
@@ -135,18 +142,26 @@ func BenchmarkChain(b *testing.B) {
 		{"pod-exec", admission.NewAttributesRecord(&api.PodExecOptions{Container: "app"}, nil, api.Kind("PodExecOptions").WithVersion("v1"), "shop", "web",
 			api.Resource("pods").WithVersion("v1"), "exec", admission.Connect, nil, false, requester)},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			chain, client := ourChain(b, cached)
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := chain.Validate(ctx, bc.attrs, nil); err != nil {
-					b.Fatal(err)
+		for _, dc := range []struct {
+			name       string
+			decorators admission.Decorators
+		}{
+			{"undecorated", nil},
+			{"served", admission.Decorators{(&reload.Chain{}).Decorator(), rejectedby.Decorator}},
+		} {
+			b.Run(bc.name+"/"+dc.name, func(b *testing.B) {
+				chain, client := ourChain(b, dc.decorators, cached)
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := chain.Validate(ctx, bc.attrs, nil); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			if n := len(client.Actions()); n != 0 {
-				b.Fatalf("%d API calls on the request path", n)
-			}
-		})
+				if n := len(client.Actions()); n != 0 {
+					b.Fatalf("%d API calls on the request path", n)
+				}
+			})
+		}
 	}
 }

@@ -16,6 +16,7 @@ package reload
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -45,9 +46,12 @@ type Plugin struct {
 type Chain struct {
 	mu      sync.Mutex
 	plugins []Plugin
-	// current maps a reloadable plugin's name to its instance; a reload
-	// stores a new map, so that every plugin it changes changes at once.
-	current atomic.Pointer[map[string]admission.Interface]
+	// current holds the reloadable plugins' instances, indexed by slot
+	// (index says which); a reload stores a new slice, so that every plugin
+	// it changes changes at once, and a request reads it with one atomic
+	// load and no lookup by name.
+	current atomic.Pointer[[]admission.Interface]
+	index   map[string]int
 }
 
 // Default is the chain of the apiserver this process runs.
@@ -68,7 +72,7 @@ func (c *Chain) decorate(handler admission.Interface, name string) admission.Int
 	// A name seen already means that a new chain is being built.
 	for _, p := range c.plugins {
 		if p.Name == name {
-			c.plugins = nil
+			c.plugins, c.index = nil, nil
 			c.current.Store(nil)
 			break
 		}
@@ -77,15 +81,17 @@ func (c *Chain) decorate(handler admission.Interface, name string) admission.Int
 	if !Reloadable.Has(name) {
 		return handler
 	}
-	next := map[string]admission.Interface{}
+	var next []admission.Interface
 	if cur := c.current.Load(); cur != nil {
-		for k, v := range *cur {
-			next[k] = v
-		}
+		next = slices.Clone(*cur)
 	}
-	next[name] = handler
+	if c.index == nil {
+		c.index = map[string]int{}
+	}
+	c.index[name] = len(next)
+	next = append(next, handler)
 	c.current.Store(&next)
-	s := slot{chain: c, name: name, initial: handler}
+	s := slot{chain: c, index: len(next) - 1, initial: handler}
 	switch {
 	case mutates && validates:
 		return &mutatingValidatingSlot{mutatingSlot{s}, validatingSlot{s}}
@@ -109,14 +115,15 @@ func (c *Chain) Plugins() []Plugin {
 func (c *Chain) swap(instances map[string]admission.Interface) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := map[string]admission.Interface{}
-	if cur := c.current.Load(); cur != nil {
-		for k, v := range *cur {
-			next[k] = v
-		}
+	cur := c.current.Load()
+	if cur == nil {
+		return
 	}
-	for k, v := range instances {
-		next[k] = v
+	next := slices.Clone(*cur)
+	for name, instance := range instances {
+		if i, ok := c.index[name]; ok {
+			next[i] = instance
+		}
 	}
 	c.current.Store(&next)
 }
@@ -126,15 +133,13 @@ func (c *Chain) swap(instances map[string]admission.Interface) {
 // a plugin during a reload completes on the old configuration.
 type slot struct {
 	chain   *Chain
-	name    string
+	index   int
 	initial admission.Interface
 }
 
 func (s *slot) instance() admission.Interface {
-	if cur := s.chain.current.Load(); cur != nil {
-		if i, ok := (*cur)[s.name]; ok {
-			return i
-		}
+	if cur := s.chain.current.Load(); cur != nil && s.index < len(*cur) {
+		return (*cur)[s.index]
 	}
 	return s.initial
 }
