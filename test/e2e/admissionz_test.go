@@ -125,10 +125,14 @@ plugins:
 		"EventRateLimit": func(p admissionz.Plugin) bool {
 			return p.Config == "path "+erl && p.ConfigSHA256 == hex.EncodeToString(sum[:]) && !p.DefaultOn && p.Reloadable
 		},
-		"PodNodeSelector":     func(p admissionz.Plugin) bool { return p.Config == "inline" && p.ConfigSHA256 != "" },
-		"SecurityContextDeny": func(p admissionz.Plugin) bool { return p.Config == "none" && slices.Equal(p.Phases, []string{"validating"}) },
-		"NamespaceLifecycle":  func(p admissionz.Plugin) bool { return p.DefaultOn && !p.Reloadable && slices.Equal(p.Phases, []string{"mutating"}) },
-		"ResourceQuota":       func(p admissionz.Plugin) bool { return !p.Reloadable && names[len(names)-1] == "ResourceQuota" },
+		"PodNodeSelector": func(p admissionz.Plugin) bool { return p.Config == "inline" && p.ConfigSHA256 != "" },
+		"SecurityContextDeny": func(p admissionz.Plugin) bool {
+			return p.Config == "none" && slices.Equal(p.Phases, []string{"validating"})
+		},
+		"NamespaceLifecycle": func(p admissionz.Plugin) bool {
+			return p.DefaultOn && !p.Reloadable && slices.Equal(p.Phases, []string{"mutating"})
+		},
+		"ResourceQuota": func(p admissionz.Plugin) bool { return !p.Reloadable && names[len(names)-1] == "ResourceQuota" },
 	} {
 		if !check(byName[name]) {
 			t.Errorf("%s: %+v", name, byName[name])
