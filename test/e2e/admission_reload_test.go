@@ -35,7 +35,7 @@ func TestAdmissionConfigReloadUnderLoad(t *testing.T) {
 	config := filepath.Join(dir, "admission.yaml")
 	volume := newConfigMapVolume(t, filepath.Join(dir, "volume"))
 	volume.write(t, map[string]string{"eventratelimit.yaml": eventRateLimitConfig(10000, 10000)})
-	writeFile(t, config, "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n  - name: EventRateLimit\n    path: "+
+	write(t, config, "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n  - name: EventRateLimit\n    path: "+
 		filepath.Join(volume.dir, "eventratelimit.yaml")+"\n")
 	s, c := startServer(t, "admission-reload", "--enable-admission-plugins=EventRateLimit", "--admission-control-config-file="+config)
 	ns := createNamespace(t, c)
@@ -128,7 +128,7 @@ func (v *configMapVolume) write(t *testing.T, files map[string]string) {
 	v.n++
 	version := fmt.Sprintf("..%d_%d", time.Now().UnixNano(), v.n)
 	for name, content := range files {
-		writeFile(t, filepath.Join(v.dir, version, name), content)
+		write(t, filepath.Join(v.dir, version, name), content)
 		link := filepath.Join(v.dir, name)
 		if _, err := os.Lstat(link); os.IsNotExist(err) {
 			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {

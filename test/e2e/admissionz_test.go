@@ -30,9 +30,9 @@ func TestAdmissionz(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	erl := filepath.Join(dir, "eventratelimit.yaml")
-	writeFile(t, erl, eventRateLimitConfig(100, 200))
+	write(t, erl, eventRateLimitConfig(100, 200))
 	config := filepath.Join(dir, "admission.yaml")
-	writeFile(t, config, `apiVersion: apiserver.config.k8s.io/v1
+	write(t, config, `apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
 plugins:
   - name: EventRateLimit
@@ -142,7 +142,7 @@ plugins:
 		t.Errorf("report header: file %q, hash %q, last reload %+v", report.ConfigFile, report.ConfigHash, report.LastReload)
 	}
 
-	writeFile(t, erl, eventRateLimitConfig(50, 100))
+	write(t, erl, eventRateLimitConfig(50, 100))
 	waitFor(t, "the reload on /admissionz", func() bool {
 		_, body := get(viewer, "application/json")
 		var r admissionz.Report
