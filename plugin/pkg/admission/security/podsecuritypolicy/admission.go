@@ -13,9 +13,11 @@ import (
 	"io"
 	"iter"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninit "k8s.io/apiserver/pkg/admission/initializer"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	rbacv1helpers "k8s.io/kubernetes/pkg/apis/rbac/v1"
 	rbacregistry "k8s.io/kubernetes/pkg/registry/rbac"
 
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
@@ -233,6 +236,9 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 		}
 	}
 	for _, pr := range mutating {
+		if requester.ruledOut(pr.Name()) {
+			continue // no copy for a policy the requester may not use
+		}
 		mutated := pr.Mutated(pod)
 		if pr.Admits(podsecuritypolicy.NewSubject(mutated)) && requester.mayUse(pr.Name()) {
 			return mutated, pr.Name(), nil, nil
@@ -286,6 +292,19 @@ func order(providers []*podsecuritypolicy.Provider, mutationAllowed bool, hint s
 
 // requester answers whether the pod's service account or the requesting
 // user may use a policy.
+//
+// v1.24 asked the authorizer about every policy it tried: up to four calls
+// (two identities, two API groups) each, and with the RBAC authorizer each
+// call that is not allowed scans every binding. After the first policy's
+// worth of calls, the requester instead lists each identity's rules once
+// for the request (authorizer.RuleResolver, which upstream's authorizer
+// chain implements) and asks the authorizer only where a rule grants the
+// use: a grant is confirmed by the authorizer, so a denying authorizer
+// still has its say, and where no rule grants it the authorizer would not
+// allow it either. Rules that cannot be listed completely (a webhook or a
+// node in the chain) mean asking the authorizer every time, as v1.24 did.
+// Nothing outlives the request, so a revoked grant counts as soon as the
+// authorizer's own informers see it.
 type requester struct {
 	ctx            context.Context
 	authz          authorizer.Authorizer
@@ -293,6 +312,25 @@ type requester struct {
 	user           user.Info
 	serviceAccount string
 	saInfo         user.Info // built on first use
+	calls          int       // authorizer calls so far
+	saRules        *identityRules
+	userRules      *identityRules
+}
+
+// callsBeforeRules is how many authorizer calls a request makes before the
+// requester lists the identities' rules: one policy's worth, so that the
+// common case, where the first policy that accepts the pod is granted,
+// costs what it did.
+var callsBeforeRules = 4
+
+// identityRules are what an identity's rules in the namespace grant, per
+// API group: the use of every policy, or of the policies named. When
+// complete is false the rules could not all be listed and the authorizer
+// must be asked.
+type identityRules struct {
+	complete bool
+	all      map[string]bool
+	names    map[string]sets.Set[string]
 }
 
 func newRequester(ctx context.Context, authz authorizer.Authorizer, a admission.Attributes, pod *api.Pod) *requester {
@@ -306,21 +344,49 @@ func newRequester(ctx context.Context, authz authorizer.Authorizer, a admission.
 // order, and asking both identities about group policy first saves an
 // authorizer call (an RBAC scan of every binding) for the common grants.
 func (r *requester) mayUse(name string) bool {
-	if r.serviceAccount != "" && r.saInfo == nil {
-		r.saInfo = serviceaccount.UserInfo(r.namespace, r.serviceAccount, "")
-	}
 	for _, group := range policyGroups {
-		if r.saInfo != nil && r.allowed(r.saInfo, group, name) || r.user != nil && r.allowed(r.user, group, name) {
-			return true
+		for _, u := range r.identities() {
+			if u != nil && r.allowed(u, group, name) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// ruledOut reports, without asking the authorizer, that neither identity
+// may use the policy: only once their rules are listed, completely, and
+// none grants the use. choose asks it before copying a pod for a policy.
+func (r *requester) ruledOut(name string) bool {
+	for _, group := range policyGroups {
+		for _, u := range r.identities() {
+			if u == nil {
+				continue
+			}
+			if rules := r.rulesFor(u); rules == nil || !rules.complete || rules.grant(group, name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// identities are the service account, then the user; either may be nil.
+func (r *requester) identities() [2]user.Info {
+	if r.serviceAccount != "" && r.saInfo == nil {
+		r.saInfo = serviceaccount.UserInfo(r.namespace, r.serviceAccount, "")
+	}
+	return [2]user.Info{r.saInfo, r.user}
 }
 
 // policyGroups are the API groups in which a grant of use counts.
 var policyGroups = []string{"policy", "extensions"}
 
 func (r *requester) allowed(u user.Info, group, name string) bool {
+	if rules := r.rulesFor(u); rules != nil && rules.complete && !rules.grant(group, name) {
+		return false
+	}
+	r.calls++
 	decision, reason, err := r.authz.Authorize(r.ctx, authorizer.AttributesRecord{
 		User:            u,
 		Verb:            "use",
@@ -335,4 +401,56 @@ func (r *requester) allowed(u user.Info, group, name string) bool {
 		klog.V(5).InfoS("Cannot authorize the use of a PodSecurityPolicy", "policy", name, "user", u.GetName(), "reason", reason, "err", err)
 	}
 	return decision == authorizer.DecisionAllow
+}
+
+// grant reports whether the rules grant the use of the policy in group.
+func (rules *identityRules) grant(group, name string) bool {
+	return rules.all[group] || rules.names[group].Has(name)
+}
+
+// newIdentityRules sums up rules with RBAC's own matching (the helpers its
+// RuleAllows uses): verb use, resource podsecuritypolicies, each policy
+// group, and resource names (none means every policy).
+func newIdentityRules(resourceRules []authorizer.ResourceRuleInfo, complete bool) *identityRules {
+	rules := &identityRules{complete: complete, all: map[string]bool{}, names: map[string]sets.Set[string]{}}
+	for _, info := range resourceRules {
+		rule := &rbacv1.PolicyRule{Verbs: info.GetVerbs(), APIGroups: info.GetAPIGroups(), Resources: info.GetResources(), ResourceNames: info.GetResourceNames()}
+		if !rbacv1helpers.VerbMatches(rule, "use") || !rbacv1helpers.ResourceMatches(rule, "podsecuritypolicies", "") {
+			continue
+		}
+		for _, group := range policyGroups {
+			switch {
+			case !rbacv1helpers.APIGroupMatches(rule, group):
+			case len(rule.ResourceNames) == 0:
+				rules.all[group] = true
+			default:
+				if rules.names[group] == nil {
+					rules.names[group] = sets.New[string]()
+				}
+				rules.names[group].Insert(rule.ResourceNames...)
+			}
+		}
+	}
+	return rules
+}
+
+// rulesFor lists u's rules once, after callsBeforeRules authorizer calls,
+// when the authorizer can list them; nil means asking the authorizer.
+func (r *requester) rulesFor(u user.Info) *identityRules {
+	if r.calls < callsBeforeRules {
+		return nil
+	}
+	resolver, ok := r.authz.(authorizer.RuleResolver)
+	if !ok {
+		return nil
+	}
+	cached := &r.userRules
+	if u == r.saInfo {
+		cached = &r.saRules
+	}
+	if *cached == nil {
+		resourceRules, _, incomplete, err := resolver.RulesFor(r.ctx, u, r.namespace)
+		*cached = newIdentityRules(resourceRules, !incomplete && err == nil)
+	}
+	return *cached
 }

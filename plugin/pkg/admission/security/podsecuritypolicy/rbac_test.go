@@ -1,10 +1,15 @@
 package podsecuritypolicy
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
@@ -44,4 +49,128 @@ func rbacAuthorizer(t testing.TB, objects ...interface{}) authorizer.Authorizer 
 		&rbac.ClusterRoleGetter{Lister: rbaclisters.NewClusterRoleLister(clusterRoles)},
 		&rbac.ClusterRoleBindingLister{Lister: rbaclisters.NewClusterRoleBindingLister(clusterRoleBindings)},
 	)
+}
+
+// The requester's rules path (after callsBeforeRules authorizer calls it
+// lists each identity's rules and asks the authorizer only where a rule
+// grants the use) decides exactly as asking the authorizer every time, for
+// random RBAC grants of every shape: verbs, API groups, resources and
+// resource names with wildcards, bound by Role and ClusterRole, to the
+// service account, the user or a group, in the pod's namespace, another,
+// or cluster-wide.
+func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 24))
+	pick := func(options ...[]string) []string { return options[rng.IntN(len(options))] }
+	names := []string{"a", "b", "c", "d"}
+	for cluster := range 300 {
+		var objects []interface{}
+		for i := range 1 + rng.IntN(5) {
+			rule := rbacv1.PolicyRule{
+				Verbs:         pick([]string{"use"}, []string{"*"}, []string{"get", "list"}, []string{"use", "get"}),
+				APIGroups:     pick([]string{"policy"}, []string{"extensions"}, []string{"*"}, []string{"apps"}, []string{"policy", "extensions"}),
+				Resources:     pick([]string{"podsecuritypolicies"}, []string{"*"}, []string{"pods"}, []string{"podsecuritypolicies/status"}),
+				ResourceNames: pick(nil, []string{"a"}, []string{"b", "c"}, []string{"d", "a"}),
+			}
+			subject := pick(
+				[]string{rbacv1.ServiceAccountKind, "app", "ns"},
+				[]string{rbacv1.ServiceAccountKind, "other", "ns"},
+				[]string{rbacv1.UserKind, "alice", ""},
+				[]string{rbacv1.GroupKind, "team", ""},
+				[]string{rbacv1.GroupKind, "system:serviceaccounts:ns", ""},
+			)
+			s := rbacv1.Subject{Kind: subject[0], Name: subject[1], Namespace: subject[2]}
+			if s.Kind != rbacv1.ServiceAccountKind {
+				s.APIGroup = rbacv1.GroupName
+			}
+			name := fmt.Sprintf("r%d", i)
+			switch rng.IntN(3) {
+			case 0: // a ClusterRole bound cluster-wide
+				objects = append(objects, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{rule}},
+					&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, Subjects: []rbacv1.Subject{s},
+						RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}})
+			default: // a Role bound in the pod's namespace or another
+				ns := pick([]string{"ns"}, []string{"elsewhere"})[0]
+				objects = append(objects, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: []rbacv1.PolicyRule{rule}},
+					&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Subjects: []rbacv1.Subject{s},
+						RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}})
+			}
+		}
+		authz := rbacAuthorizer(t, objects...)
+		for _, u := range []user.Info{
+			&user.DefaultInfo{Name: "alice", Groups: []string{"team"}},
+			&user.DefaultInfo{Name: "bob"},
+			nil,
+		} {
+			for _, sa := range []string{"app", ""} {
+				plain := &requester{ctx: context.Background(), authz: authz, namespace: "ns", user: u, serviceAccount: sa, calls: -1 << 30}
+				ruled := &requester{ctx: context.Background(), authz: authz, namespace: "ns", user: u, serviceAccount: sa, calls: callsBeforeRules}
+				for _, name := range names {
+					calls := ruled.calls
+					got, want := ruled.mayUse(name), plain.mayUse(name)
+					if got != want {
+						t.Fatalf("cluster %d, user %v, service account %q, policy %s: rules say %v, the authorizer %v\n%s", cluster, u, sa, name, got, want, describe(objects))
+					}
+					// The point of the rules: a policy nobody may use costs no authorizer call.
+					if !want && ruled.calls != calls {
+						t.Fatalf("cluster %d, user %v, service account %q, policy %s: %d authorizer calls for a policy no rule grants\n%s", cluster, u, sa, name, ruled.calls-calls, describe(objects))
+					}
+				}
+				if ruled.saRules == nil && ruled.userRules == nil && (sa != "" || u != nil) {
+					t.Fatalf("cluster %d: the rules were never listed", cluster)
+				}
+			}
+		}
+	}
+}
+
+func describe(objects []interface{}) string {
+	var b strings.Builder
+	for _, o := range objects {
+		fmt.Fprintf(&b, "%+v\n", o)
+	}
+	return b.String()
+}
+
+// A grant in the rules is confirmed by the authorizer, so an authorizer
+// that denies (a webhook, AlwaysDeny first in the chain) still decides;
+// rules that cannot be listed completely mean asking the authorizer.
+func TestRequesterRulesDoNotOverruleTheAuthorizer(t *testing.T) {
+	grants := rbacAuthorizer(t,
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use-all"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "use-all"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "use-all"}},
+	).(*rbac.RBACAuthorizer)
+	alice := &user.DefaultInfo{Name: "alice"}
+	denying := resolverAuthorizer{RuleResolver: grants, authorize: func(a authorizer.Attributes) authorizer.Decision {
+		if a.GetName() == "locked" {
+			return authorizer.DecisionDeny
+		}
+		return authorizer.DecisionAllow
+	}}
+	r := &requester{ctx: context.Background(), authz: denying, namespace: "ns", user: alice, calls: callsBeforeRules}
+	if r.mayUse("locked") || !r.mayUse("open") {
+		t.Error("the rules overruled the authorizer's decision")
+	}
+	incomplete := resolverAuthorizer{RuleResolver: incompleteRules{}, authorize: func(authorizer.Attributes) authorizer.Decision { return authorizer.DecisionAllow }}
+	r = &requester{ctx: context.Background(), authz: incomplete, namespace: "ns", user: alice, calls: callsBeforeRules}
+	if !r.mayUse("anything") || r.ruledOut("anything") {
+		t.Error("incomplete rules were taken as complete")
+	}
+}
+
+type resolverAuthorizer struct {
+	authorizer.RuleResolver
+	authorize func(authorizer.Attributes) authorizer.Decision
+}
+
+func (r resolverAuthorizer) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	return r.authorize(a), "", nil
+}
+
+// incompleteRules lists nothing and says so, as a webhook authorizer does.
+type incompleteRules struct{}
+
+func (incompleteRules) RulesFor(context.Context, user.Info, string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
+	return nil, nil, true, nil
 }
