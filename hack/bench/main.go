@@ -18,12 +18,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"k8s.io/klog/v2"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
@@ -72,7 +74,33 @@ func configurations(admissionConfig string) []configuration {
 			},
 			TurnstileSetup: setupPodSecurityPolicies,
 		},
+		{
+			Name:        "upstream-same",
+			Description: "all-documented against upstream with the same upstream plugins, configured the same: the cost of what we wrote",
+			Turnstile: []string{
+				"--enable-admission-plugins=" + strings.Join(allDocumented, ","),
+				"--admission-control-config-file=" + admissionConfig,
+			},
+			TurnstileSetup: setupPodSecurityPolicies,
+			// Upstream's loader reads only the entries of the plugins it runs,
+			// so the same file configures it.
+			Upstream: []string{
+				"--enable-admission-plugins=" + strings.Join(upstreamOnly(allDocumented), ","),
+				"--admission-control-config-file=" + admissionConfig,
+			},
+		},
 	}
+}
+
+// upstreamOnly is names without the plugins upstream v1.36 does not have.
+func upstreamOnly(names []string) []string {
+	var out []string
+	for _, name := range names {
+		if slices.Contains(kubeoptions.AllOrderedPlugins, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 type options struct {
