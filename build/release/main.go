@@ -74,20 +74,22 @@ func run(c config, progress io.Writer) error {
 		return err
 	}
 	var artifacts []artifact
-	add := func(name, platform string) error {
+	// add lists a file of the release and returns its checksum.
+	add := func(name, platform string) (string, error) {
 		sum, err := fileSHA256(filepath.Join(c.dir, name))
 		if err != nil {
-			return err
+			return "", err
 		}
 		artifacts = append(artifacts, artifact{name: name, platform: platform, sha256: sum})
 		fmt.Fprintf(progress, "release: %s\n", filepath.Join(c.dir, name))
-		return nil
+		return sum, nil
 	}
 
 	var images []v1.Image
 	for _, s := range stamps {
 		name := filepath.Base(s.Path)
-		if err := add(name, s.Platform()); err != nil {
+		binarySum, err := add(name, s.Platform())
+		if err != nil {
 			return err
 		}
 		img, err := oci.Image(s.Path, s.OS, s.Arch, meta)
@@ -99,15 +101,15 @@ func run(c config, progress io.Writer) error {
 		if _, err := oci.WriteDockerArchive(filepath.Join(c.dir, archive), tag, img); err != nil {
 			return err
 		}
-		if err := add(archive, s.Platform()); err != nil {
+		if _, err := add(archive, s.Platform()); err != nil {
 			return err
 		}
-		doc := sbom.Document(sbom.Binary{Stamp: s, Name: name, SHA256: artifacts[len(artifacts)-2].sha256, Source: c.source})
+		doc := sbom.Document(sbom.Binary{Stamp: s, Name: name, SHA256: binarySum, Source: c.source})
 		sbomName := name + ".spdx.json"
 		if err := writeFile(filepath.Join(c.dir, sbomName), func(w io.Writer) error { return sbom.Write(w, doc) }); err != nil {
 			return err
 		}
-		if err := add(sbomName, s.Platform()); err != nil {
+		if _, err := add(sbomName, s.Platform()); err != nil {
 			return err
 		}
 	}
@@ -116,7 +118,7 @@ func run(c config, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := add(index, strings.Join(c.platforms, ", ")); err != nil {
+	if _, err := add(index, strings.Join(c.platforms, ", ")); err != nil {
 		return err
 	}
 
@@ -128,7 +130,7 @@ func run(c config, progress io.Writer) error {
 	if err := writeFile(filepath.Join(c.dir, notesFile), notes.write); err != nil {
 		return err
 	}
-	if err := add(notesFile, ""); err != nil {
+	if _, err := add(notesFile, ""); err != nil {
 		return err
 	}
 

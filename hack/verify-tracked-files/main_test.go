@@ -10,14 +10,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	elf, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
+	elf := testBinary(t)
 	pe := make([]byte, 0x100)
 	copy(pe, "MZ")
 	pe[0x3c] = 0x80
@@ -65,14 +58,7 @@ func TestTrackedProblems(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not found")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	elf, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
+	elf := testBinary(t)
 	repo := t.TempDir()
 	git := func(args ...string) {
 		t.Helper()
@@ -112,4 +98,18 @@ func TestTrackedProblems(t *testing.T) {
 	if _, err := trackedProblems(t.TempDir()); err == nil {
 		t.Error("a directory that is not a repository passed")
 	}
+}
+
+// testBinary is this test's own executable: a real ELF file.
+func testBinary(t *testing.T) []byte {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	elf, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return elf
 }
