@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/turnstile-k8s/turnstile/build/stamp"
 )
 
@@ -14,10 +16,11 @@ const notesFile = "RELEASE-NOTES.md"
 // releaseNotes is RELEASE-NOTES.md: what the release is built from, its
 // artifacts, and the commits since the previous tag.
 type releaseNotes struct {
-	stamp       *stamp.Stamp
-	platforms   []string
-	tag, digest string
-	artifacts   []artifact
+	stamp     *stamp.Stamp
+	platforms []string
+	tag       name.Tag
+	digest    string
+	artifacts []artifact
 	// changes are "<short hash> <subject>" lines, newest first; since is
 	// the previous tag, or "" when there is none.
 	changes []string
@@ -43,11 +46,11 @@ func (n releaseNotes) write(w io.Writer) error {
 	p("")
 	p("## Image")
 	p("")
-	p("`%s`, image index `%s`:", n.tag, n.digest)
+	p("`%s`, image index `%s`:", n.tag.String(), n.digest)
 	p("")
 	p("```sh")
-	p("ctr -n k8s.io images import --all-platforms kube-apiserver-%s.oci.tar   # containerd, every platform", tagOf(n.tag))
-	p("docker load -i kube-apiserver-%s-linux-$(dpkg --print-architecture).tar   # Docker, this machine's platform", tagOf(n.tag))
+	p("ctr -n k8s.io images import --all-platforms kube-apiserver-%s.oci.tar   # containerd, every platform", n.tag.TagStr())
+	p("docker load -i kube-apiserver-%s-linux-$(dpkg --print-architecture).tar   # Docker, this machine's platform", n.tag.TagStr())
 	p("```")
 	p("")
 	p("## Artifacts")
@@ -114,9 +117,4 @@ func dep(s *stamp.Stamp, path string) string {
 		return m.Version
 	}
 	return "(not linked)"
-}
-
-// tagOf is the tag part of an image reference.
-func tagOf(ref string) string {
-	return ref[strings.LastIndex(ref, ":")+1:]
 }

@@ -369,25 +369,17 @@ func PluginConfigs(file string, plugins []string) (map[string][]byte, error) {
 // change too. It reads leniently: Problems says what is wrong.
 func Sources(file string) map[string][]byte {
 	sources := map[string][]byte{}
-	data, err := readFile(file)
+	data, entries, err := lenientEntries(file)
 	if err != nil {
 		sources[file] = []byte("error: " + err.Error())
 		return sources
 	}
 	sources[file] = data
-	var config struct {
-		Plugins []struct {
-			Path string `json:"path"`
-		} `json:"plugins"`
-	}
-	if yaml.Unmarshal(data, &config) != nil {
-		return sources
-	}
-	for _, p := range config.Plugins {
-		if p.Path == "" {
+	for _, e := range entries {
+		if e.Path == "" {
 			continue
 		}
-		resolved := resolve(file, p.Path)
+		resolved := resolve(file, e.Path)
 		if data, err := readFile(resolved); err != nil {
 			sources[resolved] = []byte("error: " + err.Error())
 		} else {
@@ -401,31 +393,44 @@ func Sources(file string) map[string][]byte {
 // configuration from: "path <resolved path>" or "inline". It reads
 // leniently, as Sources does.
 func EntrySources(file string) map[string]string {
-	data, err := readFile(file)
+	_, entries, err := lenientEntries(file)
 	if err != nil {
 		return nil
 	}
-	var config struct {
-		Plugins []struct {
-			Name          string          `json:"name"`
-			Path          string          `json:"path"`
-			Configuration json.RawMessage `json:"configuration"`
-		} `json:"plugins"`
-	}
-	if yaml.Unmarshal(data, &config) != nil {
-		return nil
-	}
 	sources := map[string]string{}
-	for _, p := range config.Plugins {
-		if _, seen := sources[p.Name]; seen || p.Name == "" {
+	for _, e := range entries {
+		if _, seen := sources[e.Name]; seen || e.Name == "" {
 			continue // upstream reads the first entry
 		}
 		switch {
-		case p.Path != "":
-			sources[p.Name] = "path " + resolve(file, p.Path)
-		case len(p.Configuration) > 0 && string(p.Configuration) != "null":
-			sources[p.Name] = "inline"
+		case e.Path != "":
+			sources[e.Name] = "path " + resolve(file, e.Path)
+		case len(e.Configuration) > 0 && string(e.Configuration) != "null":
+			sources[e.Name] = "inline"
 		}
 	}
 	return sources
+}
+
+// entry is a plugin entry as a lenient reading sees it.
+type entry struct {
+	Name          string          `json:"name"`
+	Path          string          `json:"path"`
+	Configuration json.RawMessage `json:"configuration"`
+}
+
+// lenientEntries reads file and, when it parses, its plugin entries; a
+// file that does not parse has none.
+func lenientEntries(file string) ([]byte, []entry, error) {
+	data, err := readFile(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	var config struct {
+		Plugins []entry `json:"plugins"`
+	}
+	if yaml.Unmarshal(data, &config) != nil {
+		return data, nil, nil
+	}
+	return data, config.Plugins, nil
 }
