@@ -35,7 +35,7 @@ ADMISSION_PLUGINS ?=
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench run clean-local test test-unit test-e2e test-mutation verify clean FORCE
+.PHONY: help build tools image release bench run clean-local test test-unit test-e2e test-ha test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -96,6 +96,14 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 	hack/install-package.sh containerd containerd || true
 	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) $(GO) test -count=1 -timeout 45m -v -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/...
+
+# What test-ha runs: three kubeadm nodes, each an etcd member and an apiserver.
+HA_TOOLS := etcd kube-apiserver-upstream kubeadm
+
+test-ha: build $(addprefix $(BIN)/,$(HA_TOOLS)) ## HA control plane (3 etcd, 2 Turnstile + 1 upstream apiserver) under faults, as root; figures in _output/ha/report.md.
+	hack/install-package.sh nft nftables
+	TURNSTILE_HA=1 TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_HA_REPORT=$(CURDIR)/_output/ha/report.md \
+		$(GO) test -count=1 -timeout 30m -v -run '^TestHA$$' ./test/ha/
 
 test-mutation: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## Each plugin's e2e tests, run with that plugin off: all must fail (slow; PLUGINS=A,B for some).
 	hack/e2e-mutation.sh $(subst $(comma), ,$(PLUGINS))
