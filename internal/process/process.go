@@ -27,13 +27,26 @@ type Process struct {
 // the supervisor, which stops its children in order; and the kernel sends
 // it SIGTERM if the supervisor dies first.
 func Start(name, logFile string, command []string) (*Process, error) {
+	return startWith(name, logFile, command, syscall.SIGTERM)
+}
+
+// StartDisposable is Start for a process whose state is thrown away with
+// it, as in a test's cluster: if the supervisor dies, the kernel kills it
+// outright. A graceful stop can wait on peers that are dying too (an
+// apiserver draining towards an etcd that is gone), and nothing of it is
+// worth that wait.
+func StartDisposable(name, logFile string, command []string) (*Process, error) {
+	return startWith(name, logFile, command, syscall.SIGKILL)
+}
+
+func startWith(name, logFile string, command []string, deathSignal syscall.Signal) (*Process, error) {
 	out, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: deathSignal}
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)

@@ -131,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			if err := os.MkdirAll(n.tmpfs, 0o700); err != nil {
 				return c, err
 			}
-			if err := run("mount", "-t", "tmpfs", "-o", "size="+cfg.TmpfsSize+",mode=0700", "turnstile-ha", n.tmpfs); err != nil {
+			if err := run("mount", "-t", "tmpfs", "-o", "size="+cfg.TmpfsSize+",mode=0700", c.net.tmpfsSource(), n.tmpfs); err != nil {
 				n.tmpfs = ""
 				return c, err
 			}
@@ -309,7 +309,7 @@ func (n *Node) start(name string, args []string) (*process.Process, error) {
 		return nil, err
 	}
 	command := append(append(n.c.net.enter(n.Name), bin), args...)
-	return process.Start(n.Name+"/"+name, filepath.Join(n.root, name+".log"), command)
+	return process.StartDisposable(n.Name+"/"+name, filepath.Join(n.root, name+".log"), command)
 }
 
 // StartEtcd starts the node's etcd member. It does not wait: a member of a
@@ -449,6 +449,19 @@ func (n *Node) FillDisk() (int64, error) {
 		return written, err
 	}
 	return written, nil
+}
+
+// EtcdLogLine returns the last line of the node's etcd log that contains
+// text, or "".
+func (n *Node) EtcdLogLine(text string) string {
+	data, _ := os.ReadFile(filepath.Join(n.root, "etcd.log"))
+	lines := strings.Split(string(data), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], text) {
+			return lines[i]
+		}
+	}
+	return ""
 }
 
 // FreeDisk removes the filler.

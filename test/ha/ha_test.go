@@ -108,6 +108,9 @@ func TestHA(t *testing.T) {
 			rep.add(f.name, note, w, problems, converged)
 			t.Logf("%d writes (%d acknowledged, %d refused, %d unknown), %d failed requests, errors for %.1f s, longest stall %.1f s, converged %.1f s after healing; %s",
 				w.Writes, w.Acked, w.Refused, w.Unknown, w.Failed, w.ErrorSeconds, w.StallSeconds, converged.Seconds(), note)
+			for _, e := range w.FirstErrors {
+				t.Logf("failed: %s", e)
+			}
 			if w.Acked == 0 {
 				t.Errorf("no write was acknowledged during the fault: the load is not running")
 			}
@@ -209,7 +212,12 @@ func faults() []fault {
 			if err := n.StartEtcd(); err != nil {
 				t.Fatal(err)
 			}
-			return note + fmt.Sprintf("; etcd exited (%v), disk freed, restarted", how)
+			cause := "for a reason its log does not give as ENOSPC"
+			if line := n.EtcdLogLine("no space left on device"); line != "" {
+				cause = "on ENOSPC"
+				t.Logf("%s's etcd: %s", n.Name, line)
+			}
+			return note + fmt.Sprintf("; etcd exited %s (%v), disk freed, restarted", cause, how)
 		}},
 	}
 }

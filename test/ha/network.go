@@ -76,6 +76,10 @@ func (n *network) addr(i int) netip.Addr {
 	return netip.AddrFrom4(a)
 }
 
+// tmpfsSource names this run's tmpfs mounts in /proc/mounts, so that a
+// later run can unmount what a killed run left.
+func (n *network) tmpfsSource() string { return fmt.Sprintf("%s%d", netnsPrefix, n.pid) }
+
 func (n *network) netns(node string) string { return fmt.Sprintf("%s%d-%s", netnsPrefix, n.pid, node) }
 func (n *network) uts(node string) string   { return filepath.Join(utsDir, n.netns(node)) }
 
@@ -95,6 +99,11 @@ func (n *network) addNode(node string, index int, ip netip.Addr) error {
 		if err := run(s[0], s[1:]...); err != nil {
 			return err
 		}
+	}
+	// No default route: an address outside the subnet is unreachable
+	// before any packet is sent.
+	if out, err := exec.Command("ip", "-n", ns, "-4", "route", "show", "default").Output(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		return fmt.Errorf("%s has a default route (%q, %v); it must have none", ns, out, err)
 	}
 	guard := fmt.Sprintf(`table inet %s {
 	chain output {
@@ -153,8 +162,9 @@ func (n *network) nft(node, ruleset string) error {
 	return nil
 }
 
-// remove deletes every namespace of this run and the bridge (deleting a
-// namespace deletes its veth pair). It is safe to call twice.
+// remove deletes every namespace of this run, its tmpfs mounts and the
+// bridge (deleting a namespace deletes its veth pair). It is safe to call
+// twice.
 func (n *network) remove() error {
 	return removeRun(n.pid)
 }
@@ -177,6 +187,14 @@ func removeRun(pid int) error {
 			_ = syscall.Unmount(path, syscall.MNT_DETACH)
 			if err := os.Remove(path); err != nil {
 				errs = append(errs, err.Error())
+			}
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == fmt.Sprintf("%s%d", netnsPrefix, pid) && f[2] == "tmpfs" {
+			if err := syscall.Unmount(f[1], syscall.MNT_DETACH); err != nil {
+				errs = append(errs, fmt.Sprintf("unmounting %s: %v", f[1], err))
 			}
 		}
 	}
