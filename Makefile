@@ -83,7 +83,10 @@ $(BIN)/image $(BIN)/release: FORCE
 $(addprefix $(BIN)/,$(TOOLS)): FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $@ $(TOOL_$(notdir $@))
 
-test: verify test-unit test-e2e ## Verify, then unit and e2e tests. CI runs this.
+test: verify test-unit test-e2e ## Verify, then unit, e2e and HA tests (HA as root only). CI runs this.
+	# The HA control plane needs root for its network namespaces.
+	if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha; \
+	else echo "test: SKIPPED make test-ha: it needs root (network namespaces, a bridge, a tmpfs); run it as root" >&2; fi
 
 test-unit: ## Unit tests (everything but test/e2e).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
@@ -101,6 +104,8 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 HA_TOOLS := etcd kube-apiserver-upstream kubeadm
 
 test-ha: build $(addprefix $(BIN)/,$(HA_TOOLS)) ## HA control plane (3 etcd, 2 Turnstile + 1 upstream apiserver) under faults, as root; figures in _output/ha/report.md.
+	if [[ $$(id -u) -ne 0 ]]; then echo "test-ha: needs root: it creates network namespaces, a bridge and a tmpfs" >&2; exit 1; fi
+	hack/install-package.sh ip iproute2
 	hack/install-package.sh nft nftables
 	TURNSTILE_HA=1 TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_HA_REPORT=$(CURDIR)/_output/ha/report.md \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestHA(KilledRunLeavesNothing)?$$' ./test/ha/

@@ -118,6 +118,8 @@ func (l *Ledger) readFailed(from, to time.Time) {
 // Window summarises the load between two instants.
 type Window struct {
 	Writes, Acked, Refused, Unknown int
+	// Deliberate counts the refusals of deliberately stale updates.
+	Deliberate int
 	// Failed counts writes and reads that did not succeed (deliberate
 	// refusals excepted); ErrorSeconds is the time from the sending of the
 	// first of them to the end of the last, zero when none failed.
@@ -162,6 +164,9 @@ func (l *Ledger) Window(from, to time.Time) Window {
 			w.Acked++
 		case Refused:
 			w.Refused++
+			if !a.Failed() {
+				w.Deliberate++
+			}
 		case Unknown:
 			w.Unknown++
 		}
@@ -254,6 +259,25 @@ func CheckHistory(attempts []Attempt, history []Version) []error {
 		}
 	}
 	return errs
+}
+
+// UnknownApplied counts the attempts with an unknown outcome and those of
+// them that history holds: a timeout does not say whether the write
+// happened, etcd's history does.
+func UnknownApplied(attempts []Attempt, history []Version) (applied, unknown int) {
+	written := map[string]bool{}
+	for _, v := range history {
+		written[v.ID] = true
+	}
+	for _, a := range attempts {
+		if a.Outcome == Unknown {
+			unknown++
+			if written[a.ID] {
+				applied++
+			}
+		}
+	}
+	return applied, unknown
 }
 
 // CheckState checks objects read back through one apiserver: each key the

@@ -71,6 +71,18 @@ func TestCheckHistory(t *testing.T) {
 	}
 }
 
+func TestUnknownApplied(t *testing.T) {
+	history := []Version{{Key: "k", ID: "a1", Rev: 10}, {Key: "k", ID: "a2", Rev: 11}}
+	attempts := []Attempt{
+		{ID: "a1", Key: "k", Outcome: Unknown},
+		{ID: "a2", Key: "k", Outcome: Acked, RV: 11},
+		{ID: "a3", Key: "k", Outcome: Unknown},
+	}
+	if applied, unknown := UnknownApplied(attempts, history); applied != 1 || unknown != 2 {
+		t.Errorf("UnknownApplied = %d of %d, want 1 of 2", applied, unknown)
+	}
+}
+
 func TestCheckState(t *testing.T) {
 	attempts := []Attempt{
 		acked("a1", "k", 10),
@@ -126,7 +138,7 @@ func TestWindow(t *testing.T) {
 	}
 	l.readFailed(at(3), at(3.5))
 	w := l.Window(at(0), at(10))
-	if w.Writes != 5 || w.Acked != 2 || w.Refused != 2 || w.Unknown != 1 {
+	if w.Writes != 5 || w.Acked != 2 || w.Refused != 2 || w.Deliberate != 1 || w.Unknown != 1 {
 		t.Errorf("counts %+v", w)
 	}
 	if w.Failed != 3 { // a2, a4 and the read; a3's conflict was the point

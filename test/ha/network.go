@@ -58,6 +58,13 @@ func newNetwork() (*network, error) {
 	if err := run("ip", "link", "add", n.bridge, "type", "bridge"); err != nil {
 		return nil, err
 	}
+	// Bridged traffic skips the host's iptables (br_netfilter would pass
+	// it through a FORWARD chain that Docker, for one, sets to DROP). This
+	// is an attribute of this bridge only.
+	if err := run("ip", "link", "set", n.bridge, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0", "nf_call_arptables", "0"); err != nil {
+		n.remove()
+		return nil, err
+	}
 	if err := run("ip", "addr", "add", prefixString(n.host, subnet), "dev", n.bridge); err != nil {
 		n.remove()
 		return nil, err
