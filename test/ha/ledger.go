@@ -41,9 +41,9 @@ func (o Outcome) String() string {
 type Attempt struct {
 	// ID is written into the object, so that the object's content names the
 	// attempt that wrote it.
-	ID   string
-	Key  string // the ConfigMap's name
-	Op   string // create or update
+	ID  string
+	Key string // the ConfigMap's name
+	Op  string // create or update
 	// When the request was sent and when its answer (or error) came.
 	When, Done time.Time
 	// Outcome, and for Acked the resourceVersion the server returned.
@@ -88,7 +88,7 @@ type Ledger struct {
 	mu       sync.Mutex
 	attempts []Attempt
 	reads    []span // failed reads the load needed
-	checked  int         // attempts[:checked] have been checked
+	checked  int    // attempts[:checked] have been checked
 	maxAcked atomic.Int64
 }
 
