@@ -155,6 +155,15 @@ type result struct {
 	Scenario      string   `json:"scenario"`
 	Turnstile     []figure `json:"turnstile"`
 	Upstream      []figure `json:"upstream"`
+	// Profile attributes the Turnstile side's CPU to admission plugins,
+	// from one more run under a CPU profile (all-documented pods only).
+	Profile *profileReport `json:"profile,omitempty"`
+}
+
+// profiled says which result gets a CPU profile: the pod creates with
+// every documented controller on, where the plugins do the most.
+func profiled(c configuration, s scenario) bool {
+	return c.Name == "all-documented" && s.name == "pods"
 }
 
 func run(o options) error {
@@ -193,6 +202,11 @@ func run(o options) error {
 		rep.Micro = string(data)
 	}
 	printTable(os.Stdout, rep)
+	for _, r := range rep.Results {
+		if r.Profile != nil {
+			printProfile(os.Stdout, *r.Profile)
+		}
+	}
 	if rep.Micro != "" {
 		fmt.Printf("\nMicrobenchmarks (go test -bench):\n%s", rep.Micro)
 	}
@@ -244,6 +258,13 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 			}
 			*side.out = append(*side.out, f)
 		}
+	}
+	if profiled(c, s) {
+		p, err := t.profiledLoad(ctx, s, o.concurrency, o.duration)
+		if err != nil {
+			return result{}, err
+		}
+		r.Profile = &p
 	}
 	return r, nil
 }

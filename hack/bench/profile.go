@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// pluginPackages maps the package that holds each admission plugin of the
+// all-documented configuration (upstream's defaults included) to the
+// plugin's name. A sample of the CPU profile counts for a plugin when its
+// package is anywhere on the sample's stack: what the plugin runs,
+// including the authorizer, listers and libraries it calls.
+var pluginPackages = map[string]string{
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle":                             "NamespaceLifecycle",
+	"k8s.io/kubernetes/plugin/pkg/admission/limitranger":                                    "LimitRanger",
+	"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount":                                 "ServiceAccount",
+	"k8s.io/kubernetes/plugin/pkg/admission/noderestriction":                                "NodeRestriction",
+	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint":                                      "TaintNodesByCondition",
+	"k8s.io/kubernetes/plugin/pkg/admission/priority":                                       "Priority",
+	"k8s.io/kubernetes/plugin/pkg/admission/defaulttolerationseconds":                       "DefaultTolerationSeconds",
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/persistentvolume/resize":                "PersistentVolumeClaimResize",
+	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass":                                   "RuntimeClass",
+	"k8s.io/kubernetes/plugin/pkg/admission/certificates/approval":                          "CertificateApproval",
+	"k8s.io/kubernetes/plugin/pkg/admission/certificates/signing":                           "CertificateSigning",
+	"k8s.io/kubernetes/plugin/pkg/admission/certificates/ctbattest":                         "ClusterTrustBundleAttest",
+	"k8s.io/kubernetes/plugin/pkg/admission/certificates/subjectrestriction":                "CertificateSubjectRestriction",
+	"k8s.io/kubernetes/plugin/pkg/admission/network/defaultingressclass":                    "DefaultIngressClass",
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageclass/setdefault":                "DefaultStorageClass",
+	"k8s.io/kubernetes/plugin/pkg/admission/storage/storageobjectinuseprotection":           "StorageObjectInUseProtection",
+	"k8s.io/kubernetes/plugin/pkg/admission/podtopologylabels":                              "PodTopologyLabels",
+	"k8s.io/kubernetes/plugin/pkg/admission/security/podsecurity":                           "PodSecurity",
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating":                                 "MutatingAdmissionPolicy",
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating":                               "ValidatingAdmissionPolicy",
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/mutating":                                "MutatingAdmissionWebhook",
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/validating":                              "ValidatingAdmissionWebhook",
+	"k8s.io/apiserver/pkg/admission/plugin/resourcequota":                                   "ResourceQuota",
+	"k8s.io/kubernetes/plugin/pkg/admission/admit":                                          "AlwaysAdmit",
+	"k8s.io/kubernetes/plugin/pkg/admission/alwayspullimages":                               "AlwaysPullImages",
+	"k8s.io/kubernetes/plugin/pkg/admission/network/denyserviceexternalips":                 "DenyServiceExternalIPs",
+	"k8s.io/kubernetes/plugin/pkg/admission/eventratelimit":                                 "EventRateLimit",
+	"k8s.io/kubernetes/plugin/pkg/admission/extendedresourcetoleration":                     "ExtendedResourceToleration",
+	"k8s.io/kubernetes/plugin/pkg/admission/antiaffinity":                                   "LimitPodHardAntiAffinityTopology",
+	"k8s.io/kubernetes/plugin/pkg/admission/namespace/exists":                               "NamespaceExists",
+	"k8s.io/kubernetes/plugin/pkg/admission/gc":                                             "OwnerReferencesPermissionEnforcement",
+	"k8s.io/kubernetes/plugin/pkg/admission/podnodeselector":                                "PodNodeSelector",
+	"k8s.io/kubernetes/plugin/pkg/admission/podtolerationrestriction":                       "PodTolerationRestriction",
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny":           "SecurityContextDeny",
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec":                          "DenyEscalatingExec, DenyExecOnPrivileged",
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel": "PersistentVolumeLabel",
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy":    "PodSecurityPolicy",
+}
+
+// admissionChain is the package whose frames hold every plugin's work.
+const admissionChain = "k8s.io/apiserver/pkg/admission"
+
+// pluginCost is one row of the per-plugin table.
+type pluginCost struct {
+	Plugin  string  `json:"plugin"`
+	Seconds float64 `json:"cpuSeconds"`
+	// Share is of the apiserver's whole CPU during the profile.
+	Share float64 `json:"share"`
+	// PerCreate is CPU microseconds per pod created during the profile.
+	PerCreate float64 `json:"cpuMicrosecondsPerCreate"`
+}
+
+// profileReport is the CPU profile of one pods run of all-documented.
+type profileReport struct {
+	Seconds float64      `json:"profileSeconds"`
+	CPU     float64      `json:"cpuSeconds"`
+	Creates int          `json:"podCreates"`
+	Chain   pluginCost   `json:"admissionChain"`
+	Plugins []pluginCost `json:"plugins"`
+}
+
+// cpuProfile takes a CPU profile of the apiserver for d through its
+// /debug/pprof endpoint (on by default: --profiling).
+func (s *server) cpuProfile(ctx context.Context, d time.Duration) (*profile.Profile, error) {
+	data, err := s.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(int(d.Seconds()))).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("/debug/pprof/profile: %w", err)
+	}
+	return profile.Parse(bytes.NewReader(data))
+}
+
+// profiledLoad runs the scenario for d while the apiserver profiles itself
+// for the same d, and attributes the profile.
+func (s *server) profiledLoad(ctx context.Context, sc scenario, concurrency int, d time.Duration) (profileReport, error) {
+	type taken struct {
+		p   *profile.Profile
+		err error
+	}
+	done := make(chan taken, 1)
+	go func() {
+		p, err := s.cpuProfile(ctx, d)
+		done <- taken{p, err}
+	}()
+	f, err := s.load(ctx, sc, concurrency, d, "profiled")
+	got := <-done
+	if err != nil {
+		return profileReport{}, err
+	}
+	if got.err != nil {
+		return profileReport{}, got.err
+	}
+	return attribute(got.p, f.Requests, d)
+}
+
+// attribute sums the profile's CPU time per plugin package, counting a
+// sample once per plugin however often the plugin is on its stack.
+func attribute(p *profile.Profile, creates int, d time.Duration) (profileReport, error) {
+	cpu := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool { return t.Type == "cpu" && t.Unit == "nanoseconds" })
+	if cpu < 0 {
+		return profileReport{}, fmt.Errorf("the profile has no cpu/nanoseconds samples")
+	}
+	var total, chain float64
+	per := map[string]float64{}
+	for _, sample := range p.Sample {
+		v := float64(sample.Value[cpu]) / 1e9
+		total += v
+		seen := map[string]bool{}
+		for _, loc := range sample.Location {
+			for _, line := range loc.Line {
+				pkg := packageOf(line.Function.Name)
+				if plugin, ok := pluginPackages[pkg]; ok && !seen[plugin] {
+					seen[plugin] = true
+					per[plugin] += v
+				}
+				if pkg == admissionChain && !seen[admissionChain] {
+					seen[admissionChain] = true
+					chain += v
+				}
+			}
+		}
+	}
+	cost := func(name string, seconds float64) pluginCost {
+		c := pluginCost{Plugin: name, Seconds: seconds}
+		if total > 0 {
+			c.Share = seconds / total
+		}
+		if creates > 0 {
+			c.PerCreate = seconds / float64(creates) * 1e6
+		}
+		return c
+	}
+	r := profileReport{Seconds: d.Seconds(), CPU: total, Creates: creates, Chain: cost("the whole admission chain", chain)}
+	for plugin, seconds := range per {
+		r.Plugins = append(r.Plugins, cost(plugin, seconds))
+	}
+	slices.SortFunc(r.Plugins, func(a, b pluginCost) int {
+		if a.Seconds != b.Seconds {
+			if a.Seconds > b.Seconds {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Plugin, b.Plugin)
+	})
+	return r, nil
+}
+
+// packageOf returns the import path of a function's package, from a name
+// such as "k8s.io/x/y.(*T).Method" or "k8s.io/x/y.Func.func1".
+func packageOf(function string) string {
+	slash := strings.LastIndexByte(function, '/')
+	dot := strings.IndexByte(function[slash+1:], '.')
+	if dot < 0 {
+		return function
+	}
+	return function[:slash+1+dot]
+}
+
+func printProfile(w io.Writer, r profileReport) {
+	fmt.Fprintf(w, "\nall-documented / pods, Turnstile: CPU profile of %.0f s, %.2f CPU-seconds, %d pod creates.\n", r.Seconds, r.CPU, r.Creates)
+	fmt.Fprintf(w, "A plugin's CPU is every sample with its package on the stack (what it calls included).\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "plugin\tCPU share\tµs CPU per create\t")
+	for _, c := range append([]pluginCost{r.Chain}, r.Plugins...) {
+		fmt.Fprintf(tw, "%s\t%.2f%%\t%.1f\t\n", c.Plugin, c.Share*100, c.PerCreate)
+	}
+	tw.Flush()
+}
