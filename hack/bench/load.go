@@ -92,6 +92,8 @@ type server struct {
 	apiserver *framework.APIServer
 	config    *rest.Config // the load's: system:masters, protobuf, no throttling
 	client    kubernetes.Interface
+	// profileFile is where profiledLoad writes the raw CPU profile.
+	profileFile string
 }
 
 func startServer(dir string, pki *framework.PKI, binary string, args []string) (*server, error) {

@@ -112,6 +112,7 @@ type options struct {
 	admission   string
 	only        string
 	micro       string
+	profile     time.Duration
 }
 
 func main() {
@@ -120,6 +121,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 8*time.Second, "length of one measured run")
 	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "unmeasured load on each server before the pairs")
 	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent clients")
+	flag.DurationVar(&o.profile, "profile-duration", 30*time.Second, "length of the profiled all-documented pods run (100 samples a second)")
 	flag.StringVar(&o.out, "out", "_output/bench", "directory for the JSON report")
 	flag.StringVar(&o.admission, "admission-config", "hack/bench/admission-config.yaml", "AdmissionConfiguration for all-documented")
 	flag.StringVar(&o.only, "only", "", "run only configurations or scenarios whose name contains this")
@@ -260,7 +262,11 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 		}
 	}
 	if profiled(c, s) {
-		p, err := t.profiledLoad(ctx, s, o.concurrency, o.duration)
+		t.profileFile = filepath.Join(o.out, c.Name+"-"+s.name+".pprof")
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return result{}, err
+		}
+		p, err := t.profiledLoad(ctx, s, o.concurrency, o.profile)
 		if err != nil {
 			return result{}, err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +80,8 @@ type profileReport struct {
 	Creates int          `json:"podCreates"`
 	Chain   pluginCost   `json:"admissionChain"`
 	Plugins []pluginCost `json:"plugins"`
+	// File is the raw profile, for `go tool pprof`.
+	File string `json:"file,omitempty"`
 }
 
 // cpuProfile takes a CPU profile of the apiserver for d through its
@@ -112,7 +115,19 @@ func (s *server) profiledLoad(ctx context.Context, sc scenario, concurrency int,
 	if got.err != nil {
 		return profileReport{}, got.err
 	}
-	return attribute(got.p, f.Requests, d)
+	if s.profileFile != "" {
+		out, err := os.Create(s.profileFile)
+		if err != nil {
+			return profileReport{}, err
+		}
+		defer out.Close()
+		if err := got.p.Write(out); err != nil {
+			return profileReport{}, err
+		}
+	}
+	r, err := attribute(got.p, f.Requests, d)
+	r.File = s.profileFile
+	return r, err
 }
 
 // attribute sums the profile's CPU time per plugin package, counting a
@@ -181,7 +196,7 @@ func packageOf(function string) string {
 
 func printProfile(w io.Writer, r profileReport) {
 	fmt.Fprintf(w, "\nall-documented / pods, Turnstile: CPU profile of %.0f s, %.2f CPU-seconds, %d pod creates.\n", r.Seconds, r.CPU, r.Creates)
-	fmt.Fprintf(w, "A plugin's CPU is every sample with its package on the stack (what it calls included).\n\n")
+	fmt.Fprintf(w, "A plugin's CPU is every sample with its package on the stack (what it calls included). Profile: %s\n\n", r.File)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "plugin\tCPU share\tµs CPU per create\t")
 	for _, c := range append([]pluginCost{r.Chain}, r.Plugins...) {
