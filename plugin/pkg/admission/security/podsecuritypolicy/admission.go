@@ -58,6 +58,7 @@ type Plugin struct {
 	*admission.Handler
 	authz     authorizer.Authorizer
 	policies  *policyCache
+	rules     *rulesCache
 	dynamic   dynamic.Interface
 	informers informers.SharedInformerFactory
 }
@@ -78,6 +79,7 @@ func NewPlugin() *Plugin {
 	return &Plugin{
 		Handler:  admission.NewHandler(admission.Create, admission.Update),
 		policies: newPolicyCache(),
+		rules:    newRulesCache(),
 	}
 }
 
@@ -103,6 +105,9 @@ func (p *Plugin) ValidateInitialization() error {
 	synced, err := p.policies.watch(p.informers, p.dynamic)
 	if err != nil {
 		return fmt.Errorf("%s: %w", PluginName, err)
+	}
+	if err := p.rules.watch(p.informers); err != nil {
+		return fmt.Errorf("%s: watching RBAC objects: %w", PluginName, err)
 	}
 	p.SetReadyFunc(synced)
 	return nil
@@ -220,7 +225,7 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 	if len(providers) == 0 {
 		return nil, "", nil, errNoProviders
 	}
-	requester := newRequester(ctx, p.authz, a, pod)
+	requester := newRequester(ctx, p.authz, p.rules, a, pod)
 	ordered := order(providers, mutationAllowed, hint)
 	subject := podsecuritypolicy.NewSubject(pod)
 	var mutating []*podsecuritypolicy.Provider
@@ -315,6 +320,9 @@ type requester struct {
 	calls          int       // authorizer calls so far
 	saRules        *identityRules
 	userRules      *identityRules
+	// cache holds rules listed by earlier requests; nil lists them per
+	// request only.
+	cache *rulesCache
 }
 
 // callsBeforeRules is how many authorizer calls a request makes before the
@@ -333,8 +341,8 @@ type identityRules struct {
 	names    map[string]sets.Set[string]
 }
 
-func newRequester(ctx context.Context, authz authorizer.Authorizer, a admission.Attributes, pod *api.Pod) *requester {
-	return &requester{ctx: ctx, authz: authz, namespace: a.GetNamespace(), user: a.GetUserInfo(), serviceAccount: pod.Spec.ServiceAccountName}
+func newRequester(ctx context.Context, authz authorizer.Authorizer, rules *rulesCache, a admission.Attributes, pod *api.Pod) *requester {
+	return &requester{ctx: ctx, authz: authz, cache: rules, namespace: a.GetNamespace(), user: a.GetUserInfo(), serviceAccount: pod.Spec.ServiceAccountName}
 }
 
 // mayUse reports whether the service account or the user is allowed the
@@ -434,12 +442,12 @@ func newIdentityRules(resourceRules []authorizer.ResourceRuleInfo, complete bool
 	return rules
 }
 
-// rulesFor lists u's rules once, after callsBeforeRules authorizer calls,
-// when the authorizer can list them; nil means asking the authorizer.
+// rulesFor returns u's rules when the authorizer can list them; nil means
+// asking the authorizer. Rules an earlier request listed (in the cache) are
+// used at once; otherwise they are listed once for the request, at once
+// when the cache will keep them for later requests, and else only after
+// callsBeforeRules authorizer calls.
 func (r *requester) rulesFor(u user.Info) *identityRules {
-	if r.calls < callsBeforeRules {
-		return nil
-	}
 	resolver, ok := r.authz.(authorizer.RuleResolver)
 	if !ok {
 		return nil
@@ -448,9 +456,26 @@ func (r *requester) rulesFor(u user.Info) *identityRules {
 	if u == r.saInfo {
 		cached = &r.saRules
 	}
-	if *cached == nil {
-		resourceRules, _, incomplete, err := resolver.RulesFor(r.ctx, u, r.namespace)
-		*cached = newIdentityRules(resourceRules, !incomplete && err == nil)
+	if *cached != nil {
+		return *cached
+	}
+	if r.cache == nil {
+		if r.calls < callsBeforeRules {
+			return nil
+		}
+		*cached = listRules(r.ctx, resolver, u, r.namespace)
+		return *cached
+	}
+	key := rulesKey(u, r.namespace)
+	if *cached = r.cache.get(key); *cached == nil {
+		gen := r.cache.current()
+		*cached = listRules(r.ctx, resolver, u, r.namespace)
+		r.cache.put(key, gen, *cached)
 	}
 	return *cached
+}
+
+func listRules(ctx context.Context, resolver authorizer.RuleResolver, u user.Info, namespace string) *identityRules {
+	resourceRules, _, incomplete, err := resolver.RulesFor(ctx, u, namespace)
+	return newIdentityRules(resourceRules, !incomplete && err == nil)
 }

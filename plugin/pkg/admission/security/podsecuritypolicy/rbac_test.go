@@ -96,6 +96,7 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 			}
 		}
 		authz := rbacAuthorizer(t, objects...)
+		shared := newRulesCache() // across the identities, as across requests
 		for _, u := range []user.Info{
 			&user.DefaultInfo{Name: "alice", Groups: []string{"team"}},
 			&user.DefaultInfo{Name: "bob"},
@@ -105,14 +106,21 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 				plain := &requester{ctx: context.Background(), authz: authz, namespace: "ns", user: u, serviceAccount: sa, calls: -1 << 30}
 				ruled := &requester{ctx: context.Background(), authz: authz, namespace: "ns", user: u, serviceAccount: sa, calls: callsBeforeRules}
 				for _, name := range names {
-					calls := ruled.calls
-					got, want := ruled.mayUse(name), plain.mayUse(name)
-					if got != want {
-						t.Fatalf("cluster %d, user %v, service account %q, policy %s: rules say %v, the authorizer %v\n%s", cluster, u, sa, name, got, want, describe(objects))
-					}
-					// The point of the rules: a policy nobody may use costs no authorizer call.
-					if !want && ruled.calls != calls {
-						t.Fatalf("cluster %d, user %v, service account %q, policy %s: %d authorizer calls for a policy no rule grants\n%s", cluster, u, sa, name, ruled.calls-calls, describe(objects))
+					want := plain.mayUse(name)
+					// A second request reads the rules the first one cached.
+					for _, r := range []*requester{
+						ruled,
+						{ctx: context.Background(), authz: authz, cache: shared, namespace: "ns", user: u, serviceAccount: sa},
+						{ctx: context.Background(), authz: authz, cache: shared, namespace: "ns", user: u, serviceAccount: sa},
+					} {
+						calls := r.calls
+						if got := r.mayUse(name); got != want {
+							t.Fatalf("cluster %d, user %v, service account %q, policy %s (cache %v): rules say %v, the authorizer %v\n%s", cluster, u, sa, name, r.cache != nil, got, want, describe(objects))
+						}
+						// The point of the rules: a policy nobody may use costs no authorizer call.
+						if !want && r.calls != calls {
+							t.Fatalf("cluster %d, user %v, service account %q, policy %s (cache %v): %d authorizer calls for a policy no rule grants\n%s", cluster, u, sa, name, r.cache != nil, r.calls-calls, describe(objects))
+						}
 					}
 				}
 				if ruled.saRules == nil && ruled.userRules == nil && (sa != "" || u != nil) {

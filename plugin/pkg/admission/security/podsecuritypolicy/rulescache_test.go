@@ -1,0 +1,157 @@
+package podsecuritypolicy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
+)
+
+func TestRulesCache(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	c := newRulesCache()
+	c.now = func() time.Time { return now }
+	rules := &identityRules{complete: true}
+
+	gen := c.current()
+	c.put("alice", gen, rules)
+	if c.get("alice") != rules || c.get("bob") != nil {
+		t.Fatal("a stored entry is not found, or another key finds it")
+	}
+	c.generation.Add(1) // an RBAC event
+	if c.get("alice") != nil {
+		t.Error("an RBAC event left the entry in place")
+	}
+	c.put("alice", gen, rules) // listed before the event
+	if c.get("alice") != nil {
+		t.Error("rules listed before an RBAC event were stored after it")
+	}
+	c.put("alice", c.current(), rules)
+	now = now.Add(maxAge + time.Second)
+	if c.get("alice") != nil {
+		t.Errorf("rules older than %s were used", maxAge)
+	}
+
+	for i := range maxCachedIdentities + 1 {
+		c.put(rulesKey(&user.DefaultInfo{Name: "u", Groups: []string{string(rune('a' + i%26))}}, "ns"), c.current(), rules)
+	}
+	if len(c.entries) > maxCachedIdentities {
+		t.Errorf("%d entries, more than %d", len(c.entries), maxCachedIdentities)
+	}
+	if rulesKey(&user.DefaultInfo{Name: "u", Groups: []string{"g"}}, "ns") == rulesKey(&user.DefaultInfo{Name: "u"}, "ns") ||
+		rulesKey(&user.DefaultInfo{Name: "u"}, "a") == rulesKey(&user.DefaultInfo{Name: "u"}, "b") {
+		t.Error("the key ignores the groups or the namespace")
+	}
+}
+
+// Cached rules never allow: a revoked grant is refused at once, because a
+// grant is confirmed by the authorizer; a new grant is refused until an
+// RBAC event reaches the cache.
+func TestRulesCacheAndRevocation(t *testing.T) {
+	alice := &user.DefaultInfo{Name: "alice"}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}, ResourceNames: []string{"a"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "use"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "use"}}
+	granted := rbacAuthorizer(t, role, binding).(*rbac.RBACAuthorizer)
+	revoked := rbacAuthorizer(t).(*rbac.RBACAuthorizer)
+	current := authorizer.Authorizer(granted)
+	authz := resolverAuthorizer{RuleResolver: granted, authorize: func(a authorizer.Attributes) authorizer.Decision {
+		d, _, _ := current.Authorize(context.Background(), a)
+		return d
+	}}
+	c := newRulesCache()
+	request := func() *requester {
+		return &requester{ctx: context.Background(), authz: authz, cache: c, namespace: "ns", user: alice}
+	}
+	if !request().mayUse("a") || request().mayUse("b") {
+		t.Fatal("the grant of a alone is not seen")
+	}
+	current = revoked // the authorizer's listers see the revocation; no event yet
+	if request().mayUse("a") {
+		t.Error("a revoked grant was allowed from cached rules")
+	}
+
+	// A grant of b: the cached rules rule b out until the event.
+	current = rbacAuthorizer(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}}}}, binding)
+	authz.RuleResolver = current.(authorizer.RuleResolver)
+	if request().mayUse("b") {
+		t.Error("a new grant counted before the RBAC event reached the cache (the cache was not used)")
+	}
+	c.generation.Add(1)
+	if !request().mayUse("b") {
+		t.Error("a new grant does not count after the RBAC event")
+	}
+}
+
+// A resync (the same object again) keeps the cache; a change empties it.
+func TestRulesCacheIgnoresResyncs(t *testing.T) {
+	c := newRulesCache()
+	h := c.handler()
+	v1 := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "r", ResourceVersion: "1"}}
+	v2 := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "r", ResourceVersion: "2"}}
+	before := c.current()
+	h.OnUpdate(v1, v1)
+	if c.current() != before {
+		t.Error("a resync emptied the cache")
+	}
+	h.OnUpdate(v1, v2)
+	h.OnDelete(v2)
+	h.OnAdd(v1, false)
+	if c.current() != before+3 {
+		t.Errorf("generation %d after an update, a delete and an add, want %d", c.current(), before+3)
+	}
+}
+
+// The cache empties on every event of the four RBAC informers.
+func TestRulesCacheWatchesRBAC(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	f := informers.NewSharedInformerFactory(client, 0)
+	c := newRulesCache()
+	if err := c.watch(f); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	f.Start(stop)
+	f.WaitForCacheSync(stop)
+	ctx := context.Background()
+	for _, create := range []func() error{
+		func() error {
+			_, err := client.RbacV1().Roles("ns").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "r"}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := client.RbacV1().RoleBindings("ns").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "r"}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "r"}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "r"}}, metav1.CreateOptions{})
+			return err
+		},
+	} {
+		before := c.current()
+		if err := create(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for c.current() == before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if c.current() == before {
+			t.Fatal("an RBAC object's creation did not reach the cache")
+		}
+	}
+}
