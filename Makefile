@@ -85,7 +85,7 @@ $(addprefix $(BIN)/,$(TOOLS)): FORCE
 
 test: verify test-unit test-e2e ## Verify, then unit, e2e and HA tests (HA as root only). CI runs this.
 	# The HA control plane needs root for its network namespaces.
-	if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha; \
+	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha; \
 	else echo "test: SKIPPED make test-ha: it needs root (network namespaces, a bridge, a tmpfs); run it as root" >&2; fi
 
 test-unit: ## Unit tests (everything but test/e2e).
