@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -445,7 +446,7 @@ func (n *Node) FillDisk() (int64, error) {
 	}
 	defer f.Close()
 	written, err := io.Copy(f, zeroReader{})
-	if err != nil && !errorsIsNoSpace(err) {
+	if err != nil && !errors.Is(err, syscall.ENOSPC) {
 		return written, err
 	}
 	return written, nil
@@ -472,10 +473,6 @@ type zeroReader struct{}
 func (zeroReader) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
-}
-
-func errorsIsNoSpace(err error) bool {
-	return err != nil && strings.Contains(err.Error(), syscall.ENOSPC.Error())
 }
 
 // etcdClient talks to every member with kubeadm's healthcheck-client

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -349,8 +350,10 @@ func checkpoint(ctx context.Context, t *testing.T, c *Cluster, load *Load, ns st
 		if err != nil {
 			t.Fatalf("writing the checkpoint marker: %v", err)
 		}
-		var until int64
-		fmt.Sscan(marker.ResourceVersion, &until)
+		until, err := strconv.ParseInt(marker.ResourceVersion, 10, 64)
+		if err != nil {
+			t.Fatalf("the checkpoint marker's resourceVersion %q: %v", marker.ResourceVersion, err)
+		}
 		history, err := c.History(ctx, ns, from, until)
 		if err != nil {
 			t.Fatal(err)
