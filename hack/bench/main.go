@@ -113,6 +113,7 @@ type options struct {
 	only        string
 	micro       string
 	profile     time.Duration
+	profileOf   string
 }
 
 func main() {
@@ -121,7 +122,8 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 8*time.Second, "length of one measured run")
 	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "unmeasured load on each server before the pairs")
 	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent clients")
-	flag.DurationVar(&o.profile, "profile-duration", 30*time.Second, "length of the profiled all-documented pods run (100 samples a second)")
+	flag.DurationVar(&o.profile, "profile-duration", 30*time.Second, "length of the profiled run (100 samples a second)")
+	flag.StringVar(&o.profileOf, "profile", "all-documented/pods", "configuration/scenario whose Turnstile side gets one more run under a CPU profile, attributed to admission plugins")
 	flag.StringVar(&o.out, "out", "_output/bench", "directory for the JSON report")
 	flag.StringVar(&o.admission, "admission-config", "hack/bench/admission-config.yaml", "AdmissionConfiguration for all-documented")
 	flag.StringVar(&o.only, "only", "", "run only configurations or scenarios whose name contains this")
@@ -162,10 +164,11 @@ type result struct {
 	Profile *profileReport `json:"profile,omitempty"`
 }
 
-// profiled says which result gets a CPU profile: the pod creates with
-// every documented controller on, where the plugins do the most.
-func profiled(c configuration, s scenario) bool {
-	return c.Name == "all-documented" && s.name == "pods"
+// profiled says whether a result gets a CPU profile: the one -profile
+// names (by default the pod creates with every documented controller on,
+// where the plugins do the most).
+func profiled(o options, c configuration, s scenario) bool {
+	return o.profileOf == c.Name+"/"+s.name
 }
 
 func run(o options) error {
@@ -261,7 +264,7 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 			*side.out = append(*side.out, f)
 		}
 	}
-	if profiled(c, s) {
+	if profiled(o, c, s) {
 		t.profileFile = filepath.Join(o.out, c.Name+"-"+s.name+".pprof")
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
 			return result{}, err
@@ -270,6 +273,7 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 		if err != nil {
 			return result{}, err
 		}
+		p.Of = c.Name + "/" + s.name
 		r.Profile = &p
 	}
 	return r, nil

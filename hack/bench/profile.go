@@ -73,8 +73,10 @@ type pluginCost struct {
 	PerCreate float64 `json:"cpuMicrosecondsPerCreate"`
 }
 
-// profileReport is the CPU profile of one pods run of all-documented.
+// profileReport is the CPU profile of one run (all-documented pods unless
+// -profile says otherwise).
 type profileReport struct {
+	Of      string       `json:"of"`
 	Seconds float64      `json:"profileSeconds"`
 	CPU     float64      `json:"cpuSeconds"`
 	Creates int          `json:"podCreates"`
@@ -195,10 +197,10 @@ func packageOf(function string) string {
 }
 
 func printProfile(w io.Writer, r profileReport) {
-	fmt.Fprintf(w, "\nall-documented / pods, Turnstile: CPU profile of %.0f s, %.2f CPU-seconds, %d pod creates.\n", r.Seconds, r.CPU, r.Creates)
+	fmt.Fprintf(w, "\n%s, Turnstile: CPU profile of %.0f s, %.2f CPU-seconds, %d requests.\n", r.Of, r.Seconds, r.CPU, r.Creates)
 	fmt.Fprintf(w, "A plugin's CPU is every sample with its package on the stack (what it calls included). Profile: %s\n\n", r.File)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "plugin\tCPU share\tµs CPU per create\t")
+	fmt.Fprintln(tw, "plugin\tCPU share\tµs CPU per request\t")
 	for _, c := range append([]pluginCost{r.Chain}, r.Plugins...) {
 		fmt.Fprintf(tw, "%s\t%.2f%%\t%.1f\t\n", c.Plugin, c.Share*100, c.PerCreate)
 	}
