@@ -17,6 +17,7 @@ import (
 
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
 	pspclient "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned"
+	pspv1beta1 "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned/typed/policy/v1beta1"
 )
 
 // pspPlugins turns PodSecurityPolicy on after kubeadm's NodeRestriction
@@ -151,11 +152,7 @@ func clientOf(t *testing.T, n *Node) kubernetes.Interface {
 	return client
 }
 
-func policiesOf(t *testing.T, n *Node) interface {
-	Create(context.Context, *policyv1beta1.PodSecurityPolicy, metav1.CreateOptions) (*policyv1beta1.PodSecurityPolicy, error)
-	Get(context.Context, string, metav1.GetOptions) (*policyv1beta1.PodSecurityPolicy, error)
-	List(context.Context, metav1.ListOptions) (*policyv1beta1.PodSecurityPolicyList, error)
-} {
+func policiesOf(t *testing.T, n *Node) pspv1beta1.PodSecurityPolicyInterface {
 	t.Helper()
 	config := n.Config()
 	config.WarningHandler = rest.NoWarnings{} // the API's deprecation warning
