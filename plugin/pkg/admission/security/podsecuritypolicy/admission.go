@@ -300,16 +300,15 @@ func order(providers []*podsecuritypolicy.Provider, mutationAllowed bool, hint s
 //
 // v1.24 asked the authorizer about every policy it tried: up to four calls
 // (two identities, two API groups) each, and with the RBAC authorizer each
-// call that is not allowed scans every binding. After the first policy's
-// worth of calls, the requester instead lists each identity's rules once
-// for the request (authorizer.RuleResolver, which upstream's authorizer
-// chain implements) and asks the authorizer only where a rule grants the
-// use: a grant is confirmed by the authorizer, so a denying authorizer
-// still has its say, and where no rule grants it the authorizer would not
-// allow it either. Rules that cannot be listed completely (a webhook or a
-// node in the chain) mean asking the authorizer every time, as v1.24 did.
-// Nothing outlives the request, so a revoked grant counts as soon as the
-// authorizer's own informers see it.
+// call that is not allowed scans every binding. The requester instead
+// lists each identity's rules (authorizer.RuleResolver, which upstream's
+// authorizer chain implements; kept across requests by rulesCache) and
+// asks the authorizer only where a rule grants the use: a grant is
+// confirmed by the authorizer, so a denying authorizer still has its say
+// and a revoked grant counts as soon as the authorizer's own informers see
+// it; where no rule grants it the authorizer would not allow it either.
+// Rules that cannot be listed completely (a webhook or a node in the
+// chain) mean asking the authorizer every time, as v1.24 did.
 type requester struct {
 	ctx            context.Context
 	authz          authorizer.Authorizer
@@ -317,19 +316,11 @@ type requester struct {
 	user           user.Info
 	serviceAccount string
 	saInfo         user.Info // built on first use
-	calls          int       // authorizer calls so far
+	calls          int       // authorizer calls so far, which the tests count
 	saRules        *identityRules
 	userRules      *identityRules
-	// cache holds rules listed by earlier requests; nil lists them per
-	// request only.
-	cache *rulesCache
+	cache          *rulesCache // rules listed by earlier requests
 }
-
-// callsBeforeRules is how many authorizer calls a request makes before the
-// requester lists the identities' rules: one policy's worth, so that the
-// common case, where the first policy that accepts the pod is granted,
-// costs what it did.
-var callsBeforeRules = 4
 
 // identityRules are what an identity's rules in the namespace grant, per
 // API group: the use of every policy, or of the policies named. When
@@ -443,10 +434,8 @@ func newIdentityRules(resourceRules []authorizer.ResourceRuleInfo, complete bool
 }
 
 // rulesFor returns u's rules when the authorizer can list them; nil means
-// asking the authorizer. Rules an earlier request listed (in the cache) are
-// used at once; otherwise they are listed once for the request, at once
-// when the cache will keep them for later requests, and else only after
-// callsBeforeRules authorizer calls.
+// asking the authorizer. They are listed once per identity and namespace
+// and kept in the cache until an RBAC object changes.
 func (r *requester) rulesFor(u user.Info) *identityRules {
 	resolver, ok := r.authz.(authorizer.RuleResolver)
 	if !ok {
@@ -457,13 +446,6 @@ func (r *requester) rulesFor(u user.Info) *identityRules {
 		cached = &r.saRules
 	}
 	if *cached != nil {
-		return *cached
-	}
-	if r.cache == nil {
-		if r.calls < callsBeforeRules {
-			return nil
-		}
-		*cached = listRules(r.ctx, resolver, u, r.namespace)
 		return *cached
 	}
 	key := rulesKey(u, r.namespace)

@@ -51,9 +51,8 @@ func rbacAuthorizer(t testing.TB, objects ...interface{}) authorizer.Authorizer 
 	)
 }
 
-// The requester's rules path (after callsBeforeRules authorizer calls it
-// lists each identity's rules and asks the authorizer only where a rule
-// grants the use) decides exactly as asking the authorizer every time, for
+// The requester's rules path (it lists each identity's rules and asks the
+// authorizer only where a rule grants the use) decides exactly as asking the authorizer every time, for
 // random RBAC grants of every shape: verbs, API groups, resources and
 // resource names with wildcards, bound by Role and ClusterRole, to the
 // service account, the user or a group, in the pod's namespace, another,
@@ -103,8 +102,9 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 			nil,
 		} {
 			for _, sa := range []string{"app", ""} {
-				plain := &requester{ctx: context.Background(), authz: authz, namespace: "ns", user: u, serviceAccount: sa, calls: -1 << 30}
-				ruled := &requester{ctx: context.Background(), authz: authz, namespace: "ns", user: u, serviceAccount: sa, calls: callsBeforeRules}
+				// plain's authorizer cannot list rules, so it is asked every time.
+				plain := &requester{ctx: context.Background(), authz: authorizeOnly{authz}, cache: newRulesCache(), namespace: "ns", user: u, serviceAccount: sa}
+				ruled := &requester{ctx: context.Background(), authz: authz, cache: newRulesCache(), namespace: "ns", user: u, serviceAccount: sa}
 				for _, name := range names {
 					want := plain.mayUse(name)
 					// A second request reads the rules the first one cached.
@@ -115,11 +115,11 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 					} {
 						calls := r.calls
 						if got := r.mayUse(name); got != want {
-							t.Fatalf("cluster %d, user %v, service account %q, policy %s (cache %v): rules say %v, the authorizer %v\n%s", cluster, u, sa, name, r.cache != nil, got, want, describe(objects))
+							t.Fatalf("cluster %d, user %v, service account %q, policy %s (shared cache %v): rules say %v, the authorizer %v\n%s", cluster, u, sa, name, r.cache == shared, got, want, describe(objects))
 						}
 						// The point of the rules: a policy nobody may use costs no authorizer call.
 						if !want && r.calls != calls {
-							t.Fatalf("cluster %d, user %v, service account %q, policy %s (cache %v): %d authorizer calls for a policy no rule grants\n%s", cluster, u, sa, name, r.cache != nil, r.calls-calls, describe(objects))
+							t.Fatalf("cluster %d, user %v, service account %q, policy %s (shared cache %v): %d authorizer calls for a policy no rule grants\n%s", cluster, u, sa, name, r.cache == shared, r.calls-calls, describe(objects))
 						}
 					}
 				}
@@ -156,16 +156,19 @@ func TestRequesterRulesDoNotOverruleTheAuthorizer(t *testing.T) {
 		}
 		return authorizer.DecisionAllow
 	}}
-	r := &requester{ctx: context.Background(), authz: denying, namespace: "ns", user: alice, calls: callsBeforeRules}
+	r := &requester{ctx: context.Background(), authz: denying, cache: newRulesCache(), namespace: "ns", user: alice}
 	if r.mayUse("locked") || !r.mayUse("open") {
 		t.Error("the rules overruled the authorizer's decision")
 	}
 	incomplete := resolverAuthorizer{RuleResolver: incompleteRules{}, authorize: func(authorizer.Attributes) authorizer.Decision { return authorizer.DecisionAllow }}
-	r = &requester{ctx: context.Background(), authz: incomplete, namespace: "ns", user: alice, calls: callsBeforeRules}
+	r = &requester{ctx: context.Background(), authz: incomplete, cache: newRulesCache(), namespace: "ns", user: alice}
 	if !r.mayUse("anything") || r.ruledOut("anything") {
 		t.Error("incomplete rules were taken as complete")
 	}
 }
+
+// authorizeOnly hides an authorizer's rule resolver.
+type authorizeOnly struct{ authorizer.Authorizer }
 
 type resolverAuthorizer struct {
 	authorizer.RuleResolver
