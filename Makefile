@@ -16,7 +16,9 @@ TOOL_kube-controller-manager := k8s.io/kubernetes/cmd/kube-controller-manager
 TOOL_kube-scheduler          := k8s.io/kubernetes/cmd/kube-scheduler
 TOOL_kubeadm                 := k8s.io/kubernetes/cmd/kubeadm
 TOOL_kubectl                 := k8s.io/kubernetes/cmd/kubectl
-TOOLS := etcd kube-apiserver-upstream kube-controller-manager kube-scheduler kubeadm kubectl
+TOOL_kubelet                 := k8s.io/kubernetes/cmd/kubelet
+TOOL_kube-proxy              := k8s.io/kubernetes/cmd/kube-proxy
+TOOLS := etcd kube-apiserver-upstream kube-controller-manager kube-scheduler kubeadm kubectl kubelet kube-proxy
 # What `make run` starts besides our kube-apiserver, and kubectl to use it.
 LOCAL_TOOLS := kube-controller-manager kube-scheduler kubectl
 # What the e2e tests run: etcd, vanilla kube-apiserver to compare against, kubeadm, and what `make run` runs.
@@ -32,10 +34,17 @@ ALLOW_DIRTY ?=
 
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
 ADMISSION_PLUGINS ?=
+# Real worker nodes for `make run` (root only), and the control plane's ports.
+NODES ?= 0
+PORT ?= 6443
+CONTROLLER_MANAGER_PORT ?= 10257
+SCHEDULER_PORT ?= 10259
+# What the nodes run besides Debian's containerd, runc and CNI plugins.
+NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench run clean-local test test-unit test-e2e test-ha test-mutation verify clean FORCE
+.PHONY: help build tools image release bench run node-deps clean-local test test-unit test-e2e test-ha test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -64,11 +73,21 @@ bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstil
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./pkg/... ./plugin/...) | grep -E '^(Benchmark|goos|cpu|pkg)' > _output/bench/micro.txt
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -out _output/bench -micro _output/bench/micro.txt
 
-run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up ## Local control plane on embedded etcd; state in _output/local.
-	$(BIN)/local-up -dir _output/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)"
+run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) ## Local control plane on embedded etcd, NODES=n real nodes (root); state in _output/local.
+	$(BIN)/local-up -dir _output/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) \
+		-port $(PORT) -controller-manager-port $(CONTROLLER_MANAGER_PORT) -scheduler-port $(SCHEDULER_PORT)
 
-clean-local: ## Remove the state of `make run` (PKI, etcd data, logs).
-	rm -rf _output/local
+# What real nodes need: Debian's containerd, runc, CNI plugins, iptables
+# (kube-proxy) and nftables (the guard), the kubelet and kube-proxy, images.
+node-deps: $(addprefix $(BIN)/,$(NODE_TOOLS)) node-images
+	hack/install-package.sh containerd containerd
+	hack/install-package.sh runc runc
+	hack/install-package.sh /usr/lib/cni/bridge containernetworking-plugins
+	hack/install-package.sh iptables iptables
+	hack/install-package.sh nft nftables
+
+clean-local: $(BIN)/local-up ## Remove the state of `make run` (PKI, etcd data, logs, the nodes' state), and a killed run's leftovers.
+	$(BIN)/local-up -dir _output/local -clean
 
 # Go decides what is stale, so these always run and are cheap when nothing changed.
 $(BIN)/kube-apiserver: FORCE

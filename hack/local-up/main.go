@@ -4,13 +4,19 @@
 // phases at the pinned version, so the layout is the one operators know from
 // /etc/kubernetes. Only etcd differs: it runs inside the apiserver.
 //
+// With -nodes n it also runs n real worker nodes (internal/localnode) and
+// CoreDNS, so pods run: the apiserver then serves on the host's address on
+// the nodes' bridge instead of 127.0.0.1, so that pods reach it.
+//
 // `make run` builds the binaries and calls this. State lives in -dir and is
-// reused by later runs; Ctrl-C stops everything, the apiserver last.
+// reused by later runs; Ctrl-C stops everything, the nodes first and the
+// apiserver last, and removes what the nodes added to the host.
 package main
 
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
@@ -32,6 +40,8 @@ import (
 	kubeconfigphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/kubeconfig"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
+	"github.com/turnstile-k8s/turnstile/internal/ports"
 	"github.com/turnstile-k8s/turnstile/internal/process"
 )
 
@@ -43,8 +53,9 @@ func main() {
 }
 
 type options struct {
-	dir, bin, admissionConfig, plugins string
-	port                               int
+	dir, bin, admissionConfig, plugins, images string
+	port, controllerManagerPort, schedulerPort  int
+	nodes                                       int
 }
 
 func run() error {
@@ -53,14 +64,22 @@ func run() error {
 	flag.StringVar(&o.bin, "bin", "_output/bin", "directory with kube-apiserver, kube-controller-manager and kube-scheduler")
 	flag.StringVar(&o.admissionConfig, "admission-config", "examples/admission/admission-config.yaml", "AdmissionConfiguration file for kube-apiserver")
 	flag.StringVar(&o.plugins, "admission-plugins", "", "comma-separated admission plugins to enable besides upstream's defaults and NodeRestriction")
-	flag.IntVar(&o.port, "port", 6443, "kube-apiserver's secure port on 127.0.0.1")
+	flag.IntVar(&o.port, "port", int(kubeadmconstants.KubeAPIServerPort), "kube-apiserver's secure port")
+	flag.IntVar(&o.controllerManagerPort, "controller-manager-port", kubeadmconstants.KubeControllerManagerPort, "kube-controller-manager's secure port on 127.0.0.1")
+	flag.IntVar(&o.schedulerPort, "scheduler-port", kubeadmconstants.KubeSchedulerPort, "kube-scheduler's secure port on 127.0.0.1")
+	flag.IntVar(&o.nodes, "nodes", 0, "real worker nodes to run (needs root; see docs/local-nodes.md)")
+	flag.StringVar(&o.images, "images", "_output/images/node", "directory of the image tarballs the nodes import")
+	clean := flag.Bool("clean", false, "remove the state in -dir, and what a killed run's nodes left on the host, instead of running")
 	flag.Parse()
-	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig} {
+	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err
 		}
 		*p = abs
+	}
+	if *clean {
+		return cleanState(o.dir)
 	}
 	if _, err := os.Stat(o.admissionConfig); err != nil {
 		return fmt.Errorf("-admission-config: %w", err)
@@ -75,9 +94,45 @@ func run() error {
 	defer unlock()
 
 	began := time.Now()
-	cfg, err := kubeadmConfig(o)
+	var nodes *localnode.Cluster
+	var layout *localnode.Layout
+	var images []string
+	if o.nodes > 0 {
+		if images, err = filepath.Glob(filepath.Join(o.images, "*.tar")); err != nil {
+			return err
+		}
+		if err := localnode.CheckHost(localnode.Config{Bin: o.bin, Images: images}); err != nil {
+			return err
+		}
+		if len(images) == 0 {
+			return fmt.Errorf("no image tarballs in %s (`make node-images` builds them)", o.images)
+		}
+		l, err := nodeLayout(o.dir)
+		if err != nil {
+			return err
+		}
+		layout = &l
+	}
+	cfg, err := kubeadmConfig(o, layout)
 	if err != nil {
 		return err
+	}
+	if err := checkPorts(o, cfg); err != nil {
+		return err
+	}
+	if layout != nil {
+		nodes, err = localnode.Prepare(localnode.Config{
+			Dir: o.dir, Bin: o.bin, Images: images, Nodes: o.nodes, Layout: *layout, Kubeadm: cfg,
+			Progress: func(format string, args ...any) { fmt.Printf(format+"\n", args...) },
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := nodes.Remove(); err != nil {
+				fmt.Fprintf(os.Stderr, "local-up: %v\n", err)
+			}
+		}()
 	}
 	if err := writePKIAndKubeconfigs(cfg, o.dir); err != nil {
 		return fmt.Errorf("%w\n(the state in %s was made with other settings; `make clean-local` resets it)", err, o.dir)
@@ -91,6 +146,7 @@ func run() error {
 	defer stop()
 	var plane controlPlane
 	defer plane.stop()
+	var admin kubernetes.Interface
 	for _, name := range []string{kubeadmconstants.KubeAPIServer, kubeadmconstants.KubeControllerManager, kubeadmconstants.KubeScheduler} {
 		p, err := process.Start(name, filepath.Join(o.dir, "logs", name+".log"), commands[name])
 		if err != nil {
@@ -98,39 +154,153 @@ func run() error {
 		}
 		plane = append(plane, p)
 		if name == kubeadmconstants.KubeAPIServer {
-			if err := waitForAPIServer(ctx, p, cfg, o.dir); err != nil {
+			if admin, err = waitForAPIServer(ctx, p, cfg, o.dir); err != nil {
+				return err
+			}
+			// Only this run uses this etcd (the lock on o.dir says so), so
+			// the leases still there are a previous run's: without them,
+			// the new controllers lead at once instead of waiting ~15 s
+			// for the old leases to expire.
+			if err := releaseLeases(ctx, admin); err != nil {
 				return err
 			}
 		}
 	}
-	for i, port := range []int32{kubeadmconstants.KubeControllerManagerPort, kubeadmconstants.KubeSchedulerPort} {
+	for i, port := range []int{o.controllerManagerPort, o.schedulerPort} {
 		if err := waitHealthy(ctx, plane[i+1], fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err != nil {
 			return err
 		}
+		if err := waitLease(ctx, plane[i+1], admin); err != nil {
+			return err
+		}
 	}
-	printReady(o, time.Since(began))
+	if nodes != nil {
+		defer func() {
+			fmt.Println("Stopping the nodes: kube-proxy, kubelet, their pods, containerd.")
+			if err := nodes.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "local-up: %v\n", err)
+			}
+		}()
+		if err := nodes.Start(ctx, admin); err != nil {
+			return err
+		}
+		if err := nodes.DeployDNS(ctx, admin); err != nil {
+			return err
+		}
+		if err := nodes.WaitDNS(ctx, admin); err != nil {
+			return err
+		}
+	}
+	printReady(o, cfg, time.Since(began))
 
+	var nodeExit <-chan string
+	if nodes != nil {
+		nodeExit = nodes.Exited()
+	}
 	select {
 	case <-ctx.Done():
-		fmt.Println("\nStopping: kube-scheduler, kube-controller-manager, then kube-apiserver and its etcd.")
-		return plane.stop()
+		fmt.Println("\nStopping: the nodes, kube-scheduler, kube-controller-manager, then kube-apiserver and its etcd.")
+		return nil
 	case p := <-plane.firstExit():
 		return fmt.Errorf("%s exited unexpectedly (%v); see %s", p.Name, p.Err(), p.Log)
+	case what := <-nodeExit:
+		return fmt.Errorf("%s exited unexpectedly", what)
 	}
 }
 
+// cleanState removes the state directory, after what a killed run's nodes
+// left on the host (processes, mounts under the directory, namespaces),
+// and refuses while a run is using it.
+func cleanState(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := lock(dir)
+	if err != nil {
+		return err
+	}
+	unlock()
+	if os.Geteuid() == 0 {
+		localnode.RemoveStale()
+	}
+	if mounts := localnode.MountsUnder(dir); len(mounts) > 0 {
+		return fmt.Errorf("%s still has mounts (%s); unmount them first", dir, strings.Join(mounts, ", "))
+	}
+	return os.RemoveAll(dir)
+}
+
+// nodeLayout is the nodes' addresses: those this state was made with, or
+// new ones recorded for later runs (the apiserver's certificate and the
+// Services stored in etcd depend on them).
+func nodeLayout(dir string) (localnode.Layout, error) {
+	path := filepath.Join(dir, "network.json")
+	var previous *localnode.Layout
+	if data, err := os.ReadFile(path); err == nil {
+		previous = &localnode.Layout{}
+		if err := json.Unmarshal(data, previous); err != nil {
+			return localnode.Layout{}, fmt.Errorf("%s: %w", path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return localnode.Layout{}, err
+	}
+	l, err := localnode.ChooseLayout(previous)
+	if err != nil {
+		return localnode.Layout{}, fmt.Errorf("%w (`make clean-local` resets the state in %s)", err, dir)
+	}
+	data, err := json.Marshal(l)
+	if err != nil {
+		return localnode.Layout{}, err
+	}
+	return l, os.WriteFile(path, data, 0o600)
+}
+
+// checkPorts names the holder of any port the control plane needs that is
+// taken, before anything starts. The embedded etcd picks free ports.
+func checkPorts(o options, cfg *kubeadmapi.InitConfiguration) error {
+	checks := []struct {
+		host       string
+		port       int
+		what, flag string
+	}{
+		{cfg.LocalAPIEndpoint.AdvertiseAddress, o.port, "kube-apiserver's --secure-port", "PORT"},
+		{"127.0.0.1", o.controllerManagerPort, "kube-controller-manager's --secure-port", "CONTROLLER_MANAGER_PORT"},
+		{"127.0.0.1", o.schedulerPort, "kube-scheduler's --secure-port", "SCHEDULER_PORT"},
+	}
+	for _, c := range checks {
+		if o.nodes > 0 && c.host != "127.0.0.1" {
+			// The bridge and its address do not exist yet; what could
+			// hold the port there is a wildcard listener, which the
+			// loopback check finds.
+			c.host = "127.0.0.1"
+		}
+		if err := ports.Check(c.host, c.port, c.what); err != nil {
+			return fmt.Errorf("%w; stop it, or choose another port with make run %s=<port>", err, c.flag)
+		}
+	}
+	return nil
+}
+
 // kubeadmConfig is kubeadm's default InitConfiguration for a single
-// control-plane node on 127.0.0.1, with no local etcd static pod.
-func kubeadmConfig(o options) (*kubeadmapi.InitConfiguration, error) {
+// control-plane node on 127.0.0.1, with no local etcd static pod. With
+// nodes, the apiserver serves on the host's address on the nodes' bridge,
+// and the pod and Service ranges are the layout's.
+func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfiguration, error) {
 	cfg, err := configutil.DefaultedStaticInitConfiguration()
 	if err != nil {
 		return nil, fmt.Errorf("kubeadm defaults: %w", err)
 	}
+	address := "127.0.0.1"
+	cfg.APIServer.CertSANs = []string{"localhost", "127.0.0.1"}
+	if layout != nil {
+		address = layout.Host().String()
+		cfg.APIServer.CertSANs = append(cfg.APIServer.CertSANs, address)
+		cfg.Networking.PodSubnet = layout.Pods.String()
+		cfg.Networking.ServiceSubnet = layout.Services.String()
+	}
 	cfg.NodeRegistration.Name = "turnstile-local"
-	cfg.LocalAPIEndpoint.AdvertiseAddress = "127.0.0.1"
+	cfg.LocalAPIEndpoint.AdvertiseAddress = address
 	cfg.LocalAPIEndpoint.BindPort = int32(o.port)
 	cfg.CertificatesDir = filepath.Join(o.dir, "pki")
-	cfg.APIServer.CertSANs = []string{"localhost", "127.0.0.1"}
 	// An external etcd makes kubeadm skip the etcd certificates; the
 	// endpoint itself is replaced by the embedded etcd in commandLines.
 	cfg.Etcd.Local = nil
@@ -142,8 +312,10 @@ func kubeadmConfig(o options) (*kubeadmapi.InitConfiguration, error) {
 	cfg.APIServer.ExtraArgs = []kubeadmapi.Arg{
 		{Name: "enable-admission-plugins", Value: plugins},
 		{Name: "admission-control-config-file", Value: o.admissionConfig},
-		{Name: "bind-address", Value: "127.0.0.1"},
+		{Name: "bind-address", Value: address},
 	}
+	cfg.ControllerManager.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.controllerManagerPort)}}
+	cfg.Scheduler.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.schedulerPort)}}
 	return cfg, nil
 }
 
@@ -192,24 +364,56 @@ func commandLines(cfg *kubeadmapi.InitConfiguration, o options) (map[string][]st
 	return commands, nil
 }
 
-func waitForAPIServer(ctx context.Context, p *process.Process, cfg *kubeadmapi.InitConfiguration, dir string) error {
+// waitForAPIServer waits for /readyz and returns a client with admin.conf.
+func waitForAPIServer(ctx context.Context, p *process.Process, cfg *kubeadmapi.InitConfiguration, dir string) (kubernetes.Interface, error) {
 	superAdmin, err := clientFor(filepath.Join(dir, kubeadmconstants.SuperAdminKubeConfigFileName))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ready := func(ctx context.Context) error {
 		_, err := superAdmin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}
 	if err := p.WaitUntil(ctx, 2*time.Minute, ready); err != nil {
-		return err
+		return nil, err
 	}
 	// admin.conf's group is bound to cluster-admin by a ClusterRoleBinding
 	// that `kubeadm init` creates with super-admin.conf; so do we.
-	if _, err := kubeconfigphase.EnsureAdminClusterRoleBinding(dir, &cfg.LocalAPIEndpoint, nil); err != nil {
-		return fmt.Errorf("binding admin.conf's group to cluster-admin: %w", err)
+	admin, err := kubeconfigphase.EnsureAdminClusterRoleBinding(dir, &cfg.LocalAPIEndpoint, nil)
+	if err != nil {
+		return nil, fmt.Errorf("binding admin.conf's group to cluster-admin: %w", err)
+	}
+	return admin, nil
+}
+
+// leaderLeases are the leader-election leases of the controllers local-up
+// runs, named after the component as each names its own.
+var leaderLeases = []string{kubeadmconstants.KubeControllerManager, kubeadmconstants.KubeScheduler}
+
+// releaseLeases deletes a previous run's leader leases.
+func releaseLeases(ctx context.Context, client kubernetes.Interface) error {
+	for _, name := range leaderLeases {
+		err := client.CoordinationV1().Leases(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing the previous run's %s lease: %w", name, err)
+		}
 	}
 	return nil
+}
+
+// waitLease waits until p, a controller named after its lease, holds its
+// leader lease: only then does it act.
+func waitLease(ctx context.Context, p *process.Process, client kubernetes.Interface) error {
+	return p.WaitUntil(ctx, time.Minute, func(ctx context.Context) error {
+		lease, err := client.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" || lease.Spec.RenewTime == nil {
+			return fmt.Errorf("%s does not hold its lease yet", p.Name)
+		}
+		return nil
+	})
 }
 
 func clientFor(kubeconfig string) (kubernetes.Interface, error) {
@@ -220,12 +424,33 @@ func clientFor(kubeconfig string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(config)
 }
 
-func printReady(o options, took time.Duration) {
+func printReady(o options, cfg *kubeadmapi.InitConfiguration, took time.Duration) {
 	kubeconfig := filepath.Join(o.dir, kubeadmconstants.AdminKubeConfigFileName)
 	kubectl := filepath.Join(o.bin, "kubectl")
+	if o.nodes > 0 {
+		fmt.Printf(`
+Turnstile control plane is ready (%s): kube-apiserver on https://%s:%d with embedded etcd,
+kube-controller-manager and kube-scheduler holding their leases, %d Ready node(s) and CoreDNS.
+
+  kubeconfig: %s
+  state:      %s (logs in logs/; make clean-local resets it)
+
+Try:
+  export KUBECONFIG=%s
+  %s get nodes -o wide
+  %s create deployment web --image=%s -- /agnhost netexec --http-port=8080
+  %s expose deployment web --port=80 --target-port=8080
+  %s run client --rm -it --restart=Never --image=%s -- wget -qO- http://web/hostname
+
+Ctrl-C stops it and removes the nodes' processes, pods, namespaces, routes and rules.
+`, took.Round(100*time.Millisecond), cfg.LocalAPIEndpoint.AdvertiseAddress, o.port, o.nodes, kubeconfig, o.dir, kubeconfig,
+			kubectl, kubectl, agnhostImage, kubectl, kubectl, busyboxImage)
+		return
+	}
 	fmt.Printf(`
 Turnstile control plane is ready (%s): kube-apiserver on https://127.0.0.1:%d with embedded etcd,
-kube-controller-manager and kube-scheduler. There are no nodes, so pods stay Pending.
+kube-controller-manager and kube-scheduler. There are no nodes, so pods stay Pending
+(make run NODES=1 adds a real node).
 
   kubeconfig: %s
   state:      %s (logs in logs/; make clean-local resets it)
@@ -310,3 +535,10 @@ func (c controlPlane) stop() error {
 	}
 	return errors.Join(errs...)
 }
+
+// The images the ready message suggests; `make node-images` builds them
+// under upstream's names.
+const (
+	agnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
+	busyboxImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+)

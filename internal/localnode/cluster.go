@@ -1,0 +1,251 @@
+// Package localnode runs real Kubernetes worker nodes on this machine for
+// the local control plane (`make run NODES=n`): each node is a network
+// namespace on a bridge of our own, holding Debian's containerd, the
+// kubelet and kube-proxy built from go.mod, with every image imported from
+// locally built tarballs, so that nothing is ever pulled. A guard keeps all
+// of the nodes' and pods' traffic on this machine, and Stop (or the next
+// run, after a killed one) removes everything it added: processes,
+// containers, mounts, namespaces, routes, rules and cgroups.
+package localnode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	nodephase "k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/node"
+)
+
+const (
+	// netnsPrefix starts the names of everything a run creates, followed
+	// by the run's ID (the supervisor's PID): namespaces, cgroups, the
+	// host's guard table, and the run's directory under runRoot.
+	netnsPrefix = "turnstile-local-"
+	// runRoot holds, for each run, the record a later run needs to remove
+	// what a killed run left, and the nodes' containerd runtime state.
+	runRoot = "/run/turnstile-local"
+)
+
+// Config is what the nodes need from the control plane.
+type Config struct {
+	// Dir is the local cluster's state directory; the nodes keep theirs
+	// under Dir/nodes, their logs under Dir/logs.
+	Dir string
+	// Bin holds kubelet and kube-proxy.
+	Bin string
+	// Images are image tarballs to import into every node's containerd.
+	Images []string
+	// Nodes is how many nodes to run, named turnstile-node1, 2, ...
+	Nodes int
+	// Layout is the cluster's addresses.
+	Layout Layout
+	// Kubeadm is the control plane's kubeadm configuration: its PKI signs
+	// the nodes' client certificates and its endpoint is theirs.
+	Kubeadm *kubeadmapi.InitConfiguration
+	// Progress receives a line for each step.
+	Progress func(format string, args ...any)
+}
+
+// Cluster is the host's side of a run (bridge and guard) and its nodes.
+type Cluster struct {
+	cfg   Config
+	id    int
+	Nodes []*Node
+}
+
+// record is what a later run needs to remove this one's leftovers.
+type record struct {
+	ID     int      `json:"id"`
+	Bridge string   `json:"bridge"`
+	Table  string   `json:"table"`
+	Nodes  []string `json:"nodes"` // netns names
+	Roots  []string `json:"roots"` // cgroup roots
+	// Mounts holds the directories under which every mount of the run
+	// lies: the nodes' state and runtime directories.
+	Mounts  []string `json:"mounts"`
+	Sockets []string `json:"sockets"`
+}
+
+// Prepare checks the host, removes what killed runs left behind, and sets
+// up the host's side: the run's record, the bridge with the host's address
+// (which the apiserver then binds) and the guard, before any node exists.
+func Prepare(cfg Config) (*Cluster, error) {
+	if cfg.Nodes < 1 || cfg.Nodes > MaxNodes {
+		return nil, fmt.Errorf("NODES=%d: between 1 and %d nodes can run", cfg.Nodes, MaxNodes)
+	}
+	if err := CheckHost(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = func(string, ...any) {}
+	}
+	RemoveStale()
+	c := &Cluster{cfg: cfg, id: os.Getpid()}
+	for i := range cfg.Nodes {
+		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("turnstile-node%d", i+1), Index: i, IP: cfg.Layout.NodeIP(i), cluster: c})
+	}
+	if err := c.writeRecord(); err != nil {
+		return nil, err
+	}
+	if err := addBridge(c.bridge(), cfg.Layout); err != nil {
+		return nil, errors.Join(err, c.Remove())
+	}
+	if err := nft("", hostGuard(c.table(), c.bridge(), cfg.Layout)); err != nil {
+		return nil, errors.Join(fmt.Errorf("installing the host's guard: %w", err), c.Remove())
+	}
+	return c, nil
+}
+
+func (c *Cluster) bridge() string { return fmt.Sprintf("tsl%d", c.id) }
+func (c *Cluster) table() string  { return fmt.Sprintf("%s%d", netnsPrefix, c.id) }
+func (c *Cluster) runDir() string { return filepath.Join(runRoot, strconv.Itoa(c.id)) }
+
+func (c *Cluster) progress(format string, args ...any) { c.cfg.Progress(format, args...) }
+
+func (c *Cluster) writeRecord() error {
+	r := record{ID: c.id, Bridge: c.bridge(), Table: c.table(), Mounts: []string{c.runDir()}}
+	for _, n := range c.Nodes {
+		r.Nodes = append(r.Nodes, n.Netns())
+		r.Roots = append(r.Roots, n.CgroupRoot())
+		r.Mounts = append(r.Mounts, n.dir())
+		r.Sockets = append(r.Sockets, n.Socket())
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.runDir(), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(c.runDir()+".json", data, 0o600)
+}
+
+// Start starts every node, then waits for each to get its pod range (and
+// routes to it) and to be Ready.
+func (c *Cluster) Start(ctx context.Context, client kubernetes.Interface) error {
+	// kubeadm's bootstrap-token phase lets the apiserver's kubelet client
+	// certificate use the kubelets' API: exec, logs, port-forward.
+	if err := nodephase.AllowAPIServerToAccessKubeletAPI(client); err != nil {
+		return fmt.Errorf("letting the apiserver reach the kubelets: %w", err)
+	}
+	for _, n := range c.Nodes {
+		c.progress("%s: starting containerd, kubelet and kube-proxy on %s", n.Name, n.IP)
+		if err := n.start(ctx); err != nil {
+			return fmt.Errorf("starting %s: %w", n.Name, err)
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := n.waitPodCIDR(ctx, client); err != nil {
+			return err
+		}
+	}
+	// Every pod range is routed to its node, from the host and from every
+	// other node; the Services' range goes to the first node, whose
+	// kube-proxy answers for the host (the apiserver reaches webhooks and
+	// aggregated APIs through it).
+	for _, n := range c.Nodes {
+		if err := addRoute("", n.PodCIDR, n.IP); err != nil {
+			return err
+		}
+		for _, other := range c.Nodes {
+			if other != n {
+				if err := addRoute(other.Netns(), n.PodCIDR, n.IP); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := addRoute("", c.cfg.Layout.Services, c.Nodes[0].IP); err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if err := n.waitReady(ctx, client); err != nil {
+			return err
+		}
+		c.progress("%s: Ready, pods in %s", n.Name, n.PodCIDR)
+	}
+	return nil
+}
+
+// Exited delivers the name of the first node process that exits.
+func (c *Cluster) Exited() <-chan string {
+	exited := make(chan string, 1)
+	for _, n := range c.Nodes {
+		for _, p := range n.procs {
+			go func() {
+				<-p.Done()
+				select {
+				case exited <- fmt.Sprintf("%s (%v; see %s)", p.Name, p.Err(), p.Log):
+				default:
+				}
+			}()
+		}
+	}
+	return exited
+}
+
+// Stop stops every node's processes and pods; Remove then removes the rest.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for _, n := range c.Nodes {
+		if err := n.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Remove removes everything the run added to the host. It is safe to call
+// twice, and after Stop failed.
+func (c *Cluster) Remove() error {
+	data, err := os.ReadFile(c.runDir() + ".json")
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("reading %s.json: %w", c.runDir(), err)
+	}
+	return removeRun(r)
+}
+
+// RemoveStale removes what runs whose supervisor is gone left behind.
+func RemoveStale() {
+	entries, _ := os.ReadDir(runRoot)
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(id)
+		if err != nil || processAlive(pid) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(runRoot, e.Name()))
+		if err != nil {
+			continue
+		}
+		var r record
+		if json.Unmarshal(data, &r) == nil {
+			_ = removeRun(r)
+		}
+	}
+}
+
+func processAlive(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+func sleep() { time.Sleep(100 * time.Millisecond) }

@@ -1,0 +1,28 @@
+package localnode
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+)
+
+// PauseImage is the sandbox image, under the name the kubelet and kubeadm
+// use for it, so the one imported is the one used.
+const PauseImage = "registry.k8s.io/pause:" + kubeadmconstants.PauseVersion
+
+// fileDigest is a file's SHA-256, hex-encoded.
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

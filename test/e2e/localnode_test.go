@@ -1,0 +1,315 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+const (
+	agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
+	busybox = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+)
+
+// `make run NODES=2` as a user runs it: two real nodes with the locally
+// built images; a Deployment's pods run; kubectl exec, logs and
+// port-forward work; a ClusterIP Service answers a pod through kube-proxy
+// under its CoreDNS name; nothing gets out; the restored exec plugins
+// refuse a real exec and attach into a privileged pod and let a plain one
+// through; and Ctrl-C leaves the host as it was. `make test-node` runs it
+// as root with the images built.
+func TestLocalNodes(t *testing.T) {
+	images := os.Getenv("TURNSTILE_NODE_IMAGES")
+	if images == "" || os.Geteuid() != 0 {
+		t.Skip("needs root and TURNSTILE_NODE_IMAGES (the image tarballs); `make test-node` runs it")
+	}
+	localUp, err := framework.Binary("local-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir := filepath.Dir(localUp)
+	var free []int
+	for range 3 {
+		p, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		free = append(free, p)
+	}
+	before := hostSnapshot(t)
+	dir := t.TempDir()
+	cmd := exec.Command(localUp, "-dir", dir, "-bin", binDir, "-images", images, "-nodes", "2",
+		"-port", fmt.Sprint(free[0]), "-controller-manager-port", fmt.Sprint(free[1]), "-scheduler-port", fmt.Sprint(free[2]),
+		"-admission-config", "../../examples/admission/admission-config.yaml",
+		"-admission-plugins", "DenyEscalatingExec")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = cmd.Process.Signal(os.Interrupt)
+			_ = cmd.Wait()
+		}
+	})
+	began := time.Now()
+	var output strings.Builder
+	lines := bufio.NewScanner(stdout)
+	for !strings.Contains(output.String(), "Ctrl-C stops it") {
+		if !lines.Scan() {
+			t.Fatalf("local-up ended before it was ready:\n%s\nlogs: %s", output.String(), tailLogs(dir))
+		}
+		output.WriteString(lines.Text() + "\n")
+	}
+	t.Logf("local-up with 2 nodes ready in %s", time.Since(began).Round(100*time.Millisecond))
+	rest := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		for lines.Scan() {
+			b.WriteString(lines.Text() + "\n")
+		}
+		rest <- b.String()
+	}()
+
+	kubeconfig := filepath.Join(dir, "admin.conf")
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(config)
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(binDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	mustKubectl := func(args ...string) string {
+		t.Helper()
+		out, err := kubectl(args...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	ctx := t.Context()
+
+	t.Run("two nodes are Ready, untainted", func(t *testing.T) {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes.Items) != 2 {
+			t.Fatalf("want 2 nodes, got %d", len(nodes.Items))
+		}
+		for _, n := range nodes.Items {
+			if !nodeReady(&n) || len(n.Spec.Taints) > 0 || n.Spec.PodCIDR == "" {
+				t.Errorf("node %s: ready %v, taints %v, pod CIDR %q", n.Name, nodeReady(&n), n.Spec.Taints, n.Spec.PodCIDR)
+			}
+		}
+	})
+
+	mustKubectl("create", "deployment", "web", "--image="+agnhost, "--replicas=2", "--", "/agnhost", "netexec", "--http-port=8080")
+	mustKubectl("expose", "deployment", "web", "--port=80", "--target-port=8080")
+	mustKubectl("run", "client", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
+	mustKubectl("wait", "--for=condition=Available", "deployment/web", "--timeout=3m")
+	mustKubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=3m")
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil || len(pods.Items) != 2 {
+		t.Fatalf("web pods: %v, %v", pods, err)
+	}
+	web := pods.Items[0].Name
+	names := []string{pods.Items[0].Name, pods.Items[1].Name}
+
+	t.Run("pods pulled nothing", func(t *testing.T) {
+		events, err := client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=Pulling"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events.Items {
+			t.Errorf("a pull was attempted: %s: %s", e.InvolvedObject.Name, e.Message)
+		}
+	})
+
+	t.Run("exec", func(t *testing.T) {
+		if out := mustKubectl("exec", web, "--", "hostname"); strings.TrimSpace(out) != web {
+			t.Errorf("kubectl exec hostname = %q, want %q", out, web)
+		}
+	})
+
+	t.Run("logs", func(t *testing.T) {
+		if out := mustKubectl("logs", web); !strings.Contains(out, "Started HTTP server on port 8080") {
+			t.Errorf("kubectl logs %s lacks netexec's start line:\n%s", web, out)
+		}
+	})
+
+	t.Run("port-forward", func(t *testing.T) {
+		port, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf := exec.Command(filepath.Join(binDir, "kubectl"), "--kubeconfig", kubeconfig, "port-forward", "pod/"+web, fmt.Sprintf("%d:8080", port))
+		if err := pf.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = pf.Process.Kill(); _ = pf.Wait() }()
+		var body string
+		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/hostname", port))
+			if err != nil {
+				return false, nil
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			body = string(b)
+			return true, nil
+		})
+		if err != nil || body != web {
+			t.Errorf("through kubectl port-forward: %q, %v; want %q", body, err, web)
+		}
+	})
+
+	t.Run("a Service answers by its DNS name through kube-proxy", func(t *testing.T) {
+		svc, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lookup := mustKubectl("exec", "client", "--", "nslookup", "web.default.svc.cluster.local")
+		if !strings.Contains(lookup, svc.Spec.ClusterIP) {
+			t.Errorf("nslookup web.default.svc.cluster.local does not give %s:\n%s", svc.Spec.ClusterIP, lookup)
+		}
+		// Each answer comes from one of the Deployment's pods; with two
+		// backends, some request reaches each within a few tries.
+		seen := map[string]bool{}
+		for i := 0; i < 40 && len(seen) < 2; i++ {
+			out := mustKubectl("exec", "client", "--", "wget", "-q", "-T", "5", "-O", "-", "http://web/hostname")
+			if !slices.Contains(names, out) {
+				t.Fatalf("http://web/hostname answered %q, not one of %v", out, names)
+			}
+			seen[out] = true
+		}
+		if len(seen) < 2 {
+			t.Errorf("the Service reached only %v", seen)
+		}
+	})
+
+	t.Run("nothing leaves the machine", func(t *testing.T) {
+		// 198.51.100.1 (TEST-NET-2) stands for any outside address: the
+		// node has no route to it and the guard drops it.
+		out, err := kubectl("exec", "client", "--", "wget", "-q", "-T", "3", "-O", "-", "http://198.51.100.1/")
+		if err == nil {
+			t.Errorf("a pod reached 198.51.100.1: %s", out)
+		}
+		out, err = kubectl("exec", "client", "--", "nslookup", "example.com")
+		if err == nil && !strings.Contains(out, "NXDOMAIN") && !strings.Contains(out, "can't find") {
+			t.Errorf("CoreDNS resolved a name outside the cluster:\n%s", out)
+		}
+	})
+
+	t.Run("DenyEscalatingExec against real pods", func(t *testing.T) {
+		privileged := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "privileged"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "c", Image: busybox, Command: []string{"sleep", "3600"}, Stdin: true,
+				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+			}}},
+		}
+		if _, err := client.CoreV1().Pods("default").Create(ctx, privileged, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		mustKubectl("wait", "--for=condition=Ready", "pod/privileged", "--timeout=2m")
+		want := `pods "privileged" is forbidden: cannot exec into or attach to a privileged container`
+		for _, args := range [][]string{{"exec", "privileged", "--", "true"}, {"attach", "privileged", "-i=false"}} {
+			out, err := kubectl(args...)
+			if err == nil || !strings.Contains(out, want) {
+				t.Errorf("kubectl %s: %v\n%s\nwant the refusal %q", strings.Join(args, " "), err, out, want)
+			}
+		}
+		if out := mustKubectl("exec", "client", "--", "echo", "through"); strings.TrimSpace(out) != "through" {
+			t.Errorf("exec into a plain pod gave %q", out)
+		}
+	})
+
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		stopped = true
+		tail := <-rest
+		if err != nil {
+			t.Fatalf("local-up did not stop cleanly on Ctrl-C: %v\n%s", err, tail)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("local-up still running 3 minutes after Ctrl-C")
+	}
+	if left := localnode.Leftovers(cmd.Process.Pid, dir); len(left) > 0 {
+		t.Errorf("Ctrl-C left behind:\n  %s", strings.Join(left, "\n  "))
+	}
+	after := hostSnapshot(t)
+	for what, b := range before {
+		if a := after[what]; a != b {
+			t.Errorf("the host's %s changed:\nbefore:\n%s\nafter:\n%s", what, b, a)
+		}
+	}
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// hostSnapshot is what an operator would compare to see whether a run
+// left anything on the host: interfaces, routes, nftables and iptables
+// rules (without counters), network namespaces, mounts and top-level
+// cgroups.
+func hostSnapshot(t *testing.T) map[string]string {
+	t.Helper()
+	counters := regexp.MustCompile(`\[\d+:\d+\]|packets \d+ bytes \d+`)
+	runOut := func(name string, args ...string) string {
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("(%s: %v)", name, err)
+		}
+		return counters.ReplaceAllString(string(out), "")
+	}
+	snap := map[string]string{
+		"interfaces":         runOut("sh", "-c", "ip -o link show | cut -d: -f2 | sort"),
+		"routes":             runOut("ip", "route", "show", "table", "all"),
+		"nftables ruleset":   runOut("nft", "list", "ruleset"),
+		"iptables rules":     runOut("sh", "-c", "iptables-save | grep -v '^#'"),
+		"network namespaces": runOut("ls", "/run/netns"),
+		"mounts":             runOut("sh", "-c", "cut -d' ' -f5 /proc/self/mountinfo | sort"),
+		"cgroups":            runOut("sh", "-c", "ls /sys/fs/cgroup/*/ -d; ls /sys/fs/cgroup/memory/"),
+		"ip_forward":         runOut("cat", "/proc/sys/net/ipv4/ip_forward"),
+	}
+	return snap
+}
