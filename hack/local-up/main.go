@@ -54,8 +54,8 @@ func main() {
 
 type options struct {
 	dir, bin, admissionConfig, plugins, images string
-	port, controllerManagerPort, schedulerPort  int
-	nodes                                       int
+	port, controllerManagerPort, schedulerPort int
+	nodes                                      int
 }
 
 func run() error {
