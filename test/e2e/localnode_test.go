@@ -313,3 +313,75 @@ func hostSnapshot(t *testing.T) map[string]string {
 	}
 	return snap
 }
+
+// A run killed outright (SIGKILL: no clean-up of its own) leaves shims,
+// containers, mounts and namespaces behind; `make clean-local` (local-up
+// -clean) removes them all, and the host is as it was.
+func TestLocalNodesKilledRun(t *testing.T) {
+	images := os.Getenv("TURNSTILE_NODE_IMAGES")
+	if images == "" || os.Geteuid() != 0 {
+		t.Skip("needs root and TURNSTILE_NODE_IMAGES (the image tarballs); `make test-node` runs it")
+	}
+	localUp, err := framework.Binary("local-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir := filepath.Dir(localUp)
+	var free []int
+	for range 3 {
+		p, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		free = append(free, p)
+	}
+	before := hostSnapshot(t)
+	dir := t.TempDir()
+	cmd := exec.Command(localUp, "-dir", dir, "-bin", binDir, "-images", images, "-nodes", "1",
+		"-port", fmt.Sprint(free[0]), "-controller-manager-port", fmt.Sprint(free[1]), "-scheduler-port", fmt.Sprint(free[2]),
+		"-admission-config", "../../examples/admission/admission-config.yaml")
+	var output strings.Builder
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	kubeconfig := filepath.Join(dir, "admin.conf")
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(binDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	err = wait.PollUntilContextTimeout(t.Context(), time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		out, err := kubectl("run", "sleeper", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
+		return err == nil || strings.Contains(out, "AlreadyExists"), nil
+	})
+	if err != nil {
+		t.Fatalf("creating a pod: %v\n%s", err, output.String())
+	}
+	if out, err := kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=3m"); err != nil {
+		t.Fatalf("the pod did not run: %v\n%s\n%s", err, out, output.String())
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if left := localnode.Leftovers(cmd.Process.Pid, dir); len(left) == 0 {
+		t.Fatal("a killed run left nothing behind: this test shows nothing")
+	}
+	clean := exec.Command(localUp, "-dir", dir, "-clean")
+	if out, err := clean.CombinedOutput(); err != nil {
+		t.Fatalf("local-up -clean: %v\n%s", err, out)
+	}
+	if left := localnode.Leftovers(cmd.Process.Pid, dir); len(left) > 0 {
+		t.Errorf("after local-up -clean, still there:\n  %s", strings.Join(left, "\n  "))
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("local-up -clean left %s: %v", dir, err)
+	}
+	after := hostSnapshot(t)
+	for what, b := range before {
+		if a := after[what]; a != b {
+			t.Errorf("the host's %s changed:\nbefore:\n%s\nafter:\n%s", what, b, a)
+		}
+	}
+}
