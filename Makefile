@@ -121,7 +121,7 @@ $(BIN)/agnhost: FORCE
 # As CoreDNS's Makefile builds it, stamped with the release's commit, which
 # the module proxy records.
 $(BIN)/coredns: FORCE
-	commit=$$(cd build/coredns && $(GO) mod download -json github.com/coredns/coredns | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)",*$$/\1/p'); \
+	commit=$$(cd build/coredns && $(GO) mod download -json "github.com/coredns/coredns@$$($(GO) list -m -f '{{.Version}}' github.com/coredns/coredns)" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)",*$$/\1/p'); \
 	$(GO) build -C build/coredns -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$${commit:0:7}" -o $(CURDIR)/$@ github.com/coredns/coredns
 # <<< node images
 

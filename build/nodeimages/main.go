@@ -43,8 +43,11 @@ var created = time.Unix(0, 0).UTC()
 const envPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // wget runs busybox wget under busybox timeout instead of giving it -T:
-// Debian's busybox 1.35 wget crashes on -T (its alarm handler), and e2e
-// tests call `wget -T N`.
+// Debian's busybox 1.35 wget crashes (SIGSEGV) on -T N when it cannot
+// connect, and e2e tests call `wget -T N`. It only takes effect when wget
+// is exec'd (a container's command, /bin/wget, env wget): busybox's ash is
+// built standalone (FEATURE_SH_STANDALONE), so `sh -c 'wget ...'` runs the
+// wget applet itself, whatever PATH holds.
 const wget = `#!/bin/sh
 # Debian's busybox 1.35 wget crashes on -T N: run it under timeout N instead.
 timeout=
