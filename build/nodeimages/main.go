@@ -93,13 +93,13 @@ func main() {
 	kubernetes := flag.String("kubernetes", "", "the k8s.io/kubernetes module's directory (go list -m -f '{{.Dir}}' k8s.io/kubernetes)")
 	busybox := flag.String("busybox", "/bin/busybox", "a static busybox (Debian's busybox-static)")
 	flag.Parse()
-	if err := run(*out, *bin, *kubernetes, *busybox); err != nil {
+	if err := run(os.Stdout, *out, *bin, *kubernetes, *busybox); err != nil {
 		fmt.Fprintf(os.Stderr, "nodeimages: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, bin, kubernetes, busybox string) error {
+func run(w io.Writer, out, bin, kubernetes, busybox string) error {
 	if kubernetes == "" {
 		return fmt.Errorf("-kubernetes is required: the k8s.io/kubernetes module's directory")
 	}
@@ -115,7 +115,7 @@ func run(out, bin, kubernetes, busybox string) error {
 		return err
 	}
 	for _, s := range specs {
-		if err := build(out, self, s); err != nil {
+		if err := build(w, out, self, s); err != nil {
 			return fmt.Errorf("%s: %w", s.image.Name, err)
 		}
 	}
@@ -123,7 +123,7 @@ func run(out, bin, kubernetes, busybox string) error {
 }
 
 // build writes s's tarball unless its inputs are those of the last build.
-func build(out, self string, s spec) error {
+func build(w io.Writer, out, self string, s spec) error {
 	start := time.Now()
 	tarball := filepath.Join(out, s.image.Tarball)
 	key, err := inputsKey(self, s)
@@ -133,7 +133,7 @@ func build(out, self string, s spec) error {
 	stamp := tarball + ".inputs"
 	if old, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(old)) == key {
 		if _, err := os.Stat(tarball); err == nil {
-			fmt.Printf("nodeimages: %-8s up to date  %s\n", s.image.Name, tarball)
+			fmt.Fprintf(w, "nodeimages: %-8s up to date  %s\n", s.image.Name, tarball)
 			return nil
 		}
 	}
@@ -163,7 +163,7 @@ func build(out, self string, s spec) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("nodeimages: %-8s built       %s (%.1f MiB, %s, image ID %s) in %s\n", s.image.Name, tarball,
+	fmt.Fprintf(w, "nodeimages: %-8s built       %s (%.1f MiB, %s, image ID %s) in %s\n", s.image.Name, tarball,
 		float64(fi.Size())/(1<<20), strings.Join(s.image.Tags, " "), id, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
