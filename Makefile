@@ -114,9 +114,10 @@ $(BIN)/pause: FORCE
 	strip $@.tmp; \
 	if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
 
-# As test/images/image-util.sh builds it.
+# As test/images/image-util.sh and agnhost's Makefile build it, stamped with its VERSION file.
 $(BIN)/agnhost: FORCE
-	$(GO) build -C test/images -trimpath -ldflags "-w" -o $(CURDIR)/$@ k8s.io/kubernetes/test/images/agnhost
+	version=$$(cat "$(KUBERNETES_DIR)/test/images/agnhost/VERSION"); \
+	$(GO) build -C test/images -trimpath -ldflags "-w -X 'main.Version=$$version'" -o $(CURDIR)/$@ k8s.io/kubernetes/test/images/agnhost
 
 # As CoreDNS's Makefile builds it, stamped with the release's commit, which
 # the module proxy records.
