@@ -102,6 +102,49 @@ $(BIN)/image $(BIN)/release: FORCE
 $(addprefix $(BIN)/,$(TOOLS)): FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $@ $(TOOL_$(notdir $@))
 
+# >>> node images: what a local node runs instead of pulling.
+# `make node-images` writes pause, busybox, agnhost and CoreDNS as docker
+# archives holding the exact names the kubelet and the e2e framework use
+# (build/oci.NodeImages), built offline: Go modules, Debian packages and the
+# k8s.io/kubernetes module's own files. CoreDNS and agnhost are built from
+# modules of their own (build/coredns, test/images), so that their
+# dependency graphs stay out of go.mod.
+NODE_IMAGES_DIR := _output/images/node
+KUBERNETES_DIR   = $$($(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)
+
+.PHONY: node-images
+node-images: $(BIN)/pause $(BIN)/agnhost $(BIN)/coredns $(BIN)/nodeimages ## Images a local node needs (pause, busybox, agnhost, CoreDNS) as docker archives in _output/images/node.
+	hack/install-package.sh /bin/busybox busybox-static
+	$(BIN)/nodeimages -out $(NODE_IMAGES_DIR) -bin $(BIN) -kubernetes "$(KUBERNETES_DIR)"
+
+$(BIN)/nodeimages: FORCE
+	$(GO) build -trimpath -o $@ ./build/nodeimages
+
+# Upstream's pause, as build/pause/Makefile builds it, at kubeadm's PauseVersion.
+# gcc always runs (a second); the binary is only replaced when it changed.
+$(BIN)/pause: FORCE
+	hack/install-package.sh gcc gcc
+	hack/install-package.sh "/usr/lib/$$(gcc -print-multiarch)/libc.a" libc6-dev
+	kube="$(KUBERNETES_DIR)"; \
+	version=$$(sed -n 's/^\tPauseVersion = "\(.*\)"$$/\1/p' "$$kube/cmd/kubeadm/app/constants/constants.go"); \
+	[[ -n $$version ]] || { echo "pause: no PauseVersion in $$kube/cmd/kubeadm/app/constants/constants.go" >&2; exit 1; }; \
+	mkdir -p $(BIN); \
+	gcc -Os -Wall -Werror -static -DVERSION="$$version" -o $@.tmp "$$kube/build/pause/linux/pause.c"; \
+	strip $@.tmp; \
+	if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+
+# As test/images/image-util.sh and agnhost's Makefile build it, stamped with its VERSION file.
+$(BIN)/agnhost: FORCE
+	version=$$(cat "$(KUBERNETES_DIR)/test/images/agnhost/VERSION"); \
+	$(GO) build -C test/images -trimpath -ldflags "-w -X 'main.Version=$$version'" -o $(CURDIR)/$@ k8s.io/kubernetes/test/images/agnhost
+
+# As CoreDNS's Makefile builds it, stamped with the release's commit, which
+# the module proxy records.
+$(BIN)/coredns: FORCE
+	commit=$$(cd build/coredns && $(GO) mod download -json "github.com/coredns/coredns@$$($(GO) list -m -f '{{.Version}}' github.com/coredns/coredns)" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)",*$$/\1/p'); \
+	$(GO) build -C build/coredns -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$${commit:0:7}" -o $(CURDIR)/$@ github.com/coredns/coredns
+# <<< node images
+
 test: verify test-unit test-e2e ## Verify, then unit, e2e and HA tests (HA as root only). CI runs this.
 	# The HA control plane needs root for its network namespaces.
 	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha; \

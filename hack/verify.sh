@@ -13,17 +13,28 @@ fi
 
 go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
 
+# The modules of their own, for the node images' third-party binaries.
+for mod in build/coredns test/images; do
+	go vet -C "$mod" ./... || { echo "verify: go vet failed in $mod" >&2; fail=1; }
+	(cd "$mod" && go mod tidy -diff >/dev/null) || { echo "verify: $mod/go.mod is not tidy (run go mod tidy in $mod)" >&2; fail=1; }
+done
+
 # go.mod must be exactly what pin-kubernetes.sh writes for the pinned version.
 kube=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' go.mod)
 saved=$(mktemp -d)
 trap 'rm -rf "$saved"' EXIT
+mkdir -p "$saved/test/images"
 cp go.mod go.sum "$saved/"
+cp test/images/go.mod test/images/go.sum "$saved/test/images/"
 hack/pin-kubernetes.sh "$kube" >/dev/null
-if ! diff -u "$saved/go.mod" go.mod >&2 || ! diff -q "$saved/go.sum" go.sum >/dev/null; then
-	echo "verify: go.mod or go.sum is not what 'hack/pin-kubernetes.sh $kube' writes (run it and commit the result)" >&2
-	cp "$saved/go.mod" "$saved/go.sum" .
-	fail=1
-fi
+for f in go.mod go.sum test/images/go.mod test/images/go.sum; do
+	if ! cmp -s "$saved/$f" "$f"; then
+		[[ $f != *.mod ]] || diff -u "$saved/$f" "$f" >&2 || true
+		echo "verify: $f is not what 'hack/pin-kubernetes.sh $kube' writes (run it and commit the result)" >&2
+		cp "$saved/$f" "$f"
+		fail=1
+	fi
+done
 
 # Generated code (deepcopy, conversion, defaults, OpenAPI, protobuf) matches its sources.
 hack/verify-codegen.sh || fail=1

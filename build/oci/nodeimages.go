@@ -1,0 +1,53 @@
+package oci
+
+import (
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+)
+
+// The images a local node needs that it would otherwise pull, by the exact
+// names the kubelet, kubeadm and upstream's e2e framework use.
+// build/nodeimages builds them (make node-images).
+const (
+	// PauseImage is the sandbox image: kubeadm's and the kubelet's default.
+	PauseImage = "registry.k8s.io/pause:" + kubeadmconstants.PauseVersion
+	// CoreDNSImage is the CoreDNS kubeadm deploys.
+	CoreDNSImage = "registry.k8s.io/coredns/" + kubeadmconstants.CoreDNSImageName + ":" + kubeadmconstants.CoreDNSVersion
+	// AgnhostImage and BusyBoxImage are upstream's e2e images, as
+	// k8s.io/kubernetes/test/utils/image (manifest.go) names them:
+	// configs[Agnhost] and configs[BusyBox]. That package is not imported
+	// here because its init reads KUBE_TEST_REPO_LIST, possibly from the
+	// network; a test compares these with it.
+	AgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
+	BusyBoxImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+	// AgnhostPrevImage is configs[AgnhostPrev], which some e2e tests use;
+	// the agnhost archive holds this name too.
+	AgnhostPrevImage = "registry.k8s.io/e2e-test-images/agnhost:2.55"
+	// BusyBoxPrevImage is the busybox of earlier releases' e2e tests; the
+	// busybox archive holds this name too.
+	BusyBoxPrevImage = "registry.k8s.io/e2e-test-images/busybox:1.36.1-1"
+)
+
+// NodeImage is one image of a local node, as build/nodeimages writes it.
+type NodeImage struct {
+	// Name is short, for messages and file names: pause, busybox, agnhost,
+	// coredns.
+	Name string
+	// Tags holds every name the image has, the main one (PauseImage,
+	// ...) first; its archive holds all of them.
+	Tags []string
+	// Tarball is the docker-archive's file name in the output directory
+	// (make node-images: _output/images/node), for `ctr -n k8s.io images
+	// import`.
+	Tarball string
+}
+
+// NodeImages lists the images build/nodeimages builds, in the order it
+// builds them.
+func NodeImages() []NodeImage {
+	return []NodeImage{
+		{Name: "pause", Tags: []string{PauseImage}, Tarball: "pause.tar"},
+		{Name: "busybox", Tags: []string{BusyBoxImage, BusyBoxPrevImage}, Tarball: "busybox.tar"},
+		{Name: "agnhost", Tags: []string{AgnhostImage, AgnhostPrevImage}, Tarball: "agnhost.tar"},
+		{Name: "coredns", Tags: []string{CoreDNSImage}, Tarball: "coredns.tar"},
+	}
+}

@@ -1,0 +1,47 @@
+package oci
+
+import (
+	"testing"
+
+	e2eimage "k8s.io/kubernetes/test/utils/image"
+)
+
+// The e2e images' names are hard-coded (see the constants); they must be
+// the ones upstream's e2e framework uses.
+func TestNodeImageNamesMatchUpstream(t *testing.T) {
+	upstream := e2eimage.GetOriginalImageConfigs()
+	for _, tc := range []struct {
+		id   e2eimage.ImageID
+		ours string
+	}{
+		{e2eimage.Agnhost, AgnhostImage},
+		{e2eimage.AgnhostPrev, AgnhostPrevImage},
+		{e2eimage.BusyBox, BusyBoxImage},
+		{e2eimage.Pause, PauseImage},
+	} {
+		config := upstream[tc.id]
+		if want := config.GetE2EImage(); tc.ours != want {
+			t.Errorf("ours %s, upstream's e2e framework %s", tc.ours, want)
+		}
+	}
+	if CoreDNSImage != "registry.k8s.io/coredns/coredns:v1.14.2" {
+		t.Errorf("CoreDNSImage %s", CoreDNSImage)
+	}
+	seen := map[string]bool{}
+	for _, img := range NodeImages() {
+		if img.Name == "" || img.Tarball != img.Name+".tar" || len(img.Tags) == 0 {
+			t.Errorf("%+v", img)
+		}
+		for _, tag := range img.Tags {
+			if seen[tag] {
+				t.Errorf("%s twice", tag)
+			}
+			seen[tag] = true
+		}
+	}
+	for _, name := range []string{PauseImage, BusyBoxImage, BusyBoxPrevImage, AgnhostImage, AgnhostPrevImage, CoreDNSImage} {
+		if !seen[name] {
+			t.Errorf("NodeImages lacks %s", name)
+		}
+	}
+}
