@@ -44,7 +44,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench run node-deps clean-local test test-unit test-e2e test-ha test-mutation verify clean FORCE
+.PHONY: help build tools image release bench run node-deps clean-local test test-unit test-e2e test-ha test-node test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -145,10 +145,10 @@ $(BIN)/coredns: FORCE
 	$(GO) build -C build/coredns -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$${commit:0:7}" -o $(CURDIR)/$@ github.com/coredns/coredns
 # <<< node images
 
-test: verify test-unit test-e2e ## Verify, then unit, e2e and HA tests (HA as root only). CI runs this.
-	# The HA control plane needs root for its network namespaces.
-	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha; \
-	else echo "test: SKIPPED make test-ha: it needs root (network namespaces, a bridge, a tmpfs); run it as root" >&2; fi
+test: verify test-unit test-e2e ## Verify, then unit, e2e, HA and real-node tests (HA and nodes as root only). CI runs this.
+	# The HA control plane and the real nodes need root for their network namespaces.
+	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha test-node; \
+	else echo "test: SKIPPED make test-ha and make test-node: they need root (network namespaces, a bridge, cgroups); run them as root" >&2; fi
 
 test-unit: ## Unit tests (everything but test/e2e).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
@@ -161,6 +161,11 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 	hack/install-package.sh containerd containerd || true
 	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) $(GO) test -count=1 -timeout 45m -v -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/...
+
+test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-deps ## Real nodes, as root: make run NODES=2 with real pods, the guard, a clean Ctrl-C, a killed run cleaned.
+	if [[ $$(id -u) -ne 0 ]]; then echo "test-node: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
+		$(GO) test -count=1 -timeout 20m -v -run '^TestLocalNodes' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 # What test-ha runs: three kubeadm nodes, each an etcd member and an apiserver.
 HA_TOOLS := etcd kube-apiserver-upstream kubeadm

@@ -40,6 +40,7 @@ import (
 	kubeconfigphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/kubeconfig"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 
+	"github.com/turnstile-k8s/turnstile/build/oci"
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
 	"github.com/turnstile-k8s/turnstile/internal/ports"
 	"github.com/turnstile-k8s/turnstile/internal/process"
@@ -98,14 +99,11 @@ func run() error {
 	var layout *localnode.Layout
 	var images []string
 	if o.nodes > 0 {
-		if images, err = filepath.Glob(filepath.Join(o.images, "*.tar")); err != nil {
-			return err
+		for _, img := range oci.NodeImages() {
+			images = append(images, filepath.Join(o.images, img.Tarball))
 		}
 		if err := localnode.CheckHost(localnode.Config{Bin: o.bin, Images: images}); err != nil {
 			return err
-		}
-		if len(images) == 0 {
-			return fmt.Errorf("no image tarballs in %s (`make node-images` builds them)", o.images)
 		}
 		l, err := nodeLayout(o.dir)
 		if err != nil {
@@ -444,7 +442,7 @@ Try:
 
 Ctrl-C stops it and removes the nodes' processes, pods, namespaces, routes and rules.
 `, took.Round(100*time.Millisecond), cfg.LocalAPIEndpoint.AdvertiseAddress, o.port, o.nodes, kubeconfig, o.dir, kubeconfig,
-			kubectl, kubectl, agnhostImage, kubectl, kubectl, busyboxImage)
+			kubectl, kubectl, oci.AgnhostImage, kubectl, kubectl, oci.BusyBoxImage)
 		return
 	}
 	fmt.Printf(`
@@ -535,10 +533,3 @@ func (c controlPlane) stop() error {
 	}
 	return errors.Join(errs...)
 }
-
-// The images the ready message suggests; `make node-images` builds them
-// under upstream's names.
-const (
-	agnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
-	busyboxImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
-)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	criruntime "k8s.io/kubernetes/cmd/kubeadm/app/util/runtime"
+
+	"github.com/turnstile-k8s/turnstile/build/oci"
 )
 
 // Each node runs Debian's containerd (1.6) with Debian's runc and CNI
@@ -33,7 +35,8 @@ import (
 //   - netns_mounts_under_state_dir: the pods' network namespaces are
 //     mounted under the node's state, not in the host's /run/netns, so that
 //     a clean-up finds every one of them;
-//   - the sandbox image is the locally built pause.
+//   - the sandbox image is the locally built pause (oci.PauseImage, the
+//     kubelet's and kubeadm's name for it).
 var containerdConfig = template.Must(template.New("config.toml").Parse(`version = 2
 root = "{{.Root}}"
 state = "{{.State}}"
@@ -74,7 +77,7 @@ func (n *Node) writeContainerdConfig() error {
 	var b strings.Builder
 	if err := containerdConfig.Execute(&b, map[string]string{
 		"Root": n.containerdRoot(), "State": n.containerdState(), "Socket": n.Socket(),
-		"Pause": PauseImage, "Runc": runc, "CNIBin": cniBinDir, "CNIConf": n.cniConfDir(),
+		"Pause": oci.PauseImage, "Runc": runc, "CNIBin": cniBinDir, "CNIConf": n.cniConfDir(),
 	}); err != nil {
 		return err
 	}

@@ -5,13 +5,7 @@ import (
 	"encoding/hex"
 	"io"
 	"os"
-
-	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 )
-
-// PauseImage is the sandbox image, under the name the kubelet and kubeadm
-// use for it, so the one imported is the one used.
-const PauseImage = "registry.k8s.io/pause:" + kubeadmconstants.PauseVersion
 
 // fileDigest is a file's SHA-256, hex-encoded.
 func fileDigest(path string) (string, error) {

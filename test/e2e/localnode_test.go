@@ -22,13 +22,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/turnstile-k8s/turnstile/build/oci"
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
 const (
-	agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
-	busybox = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
+	agnhost = oci.AgnhostImage
+	busybox = oci.BusyBoxImage
 )
 
 // `make run NODES=2` as a user runs it: two real nodes with the locally
