@@ -22,8 +22,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,7 +56,7 @@ func main() {
 }
 
 type options struct {
-	dir, bin, admissionConfig, plugins, images string
+	dir, bin, admissionConfig, plugins, images, policies string
 	port, controllerManagerPort, schedulerPort int
 	nodes                                      int
 }
@@ -70,9 +72,10 @@ func run() error {
 	flag.IntVar(&o.schedulerPort, "scheduler-port", kubeadmconstants.KubeSchedulerPort, "kube-scheduler's secure port on 127.0.0.1")
 	flag.IntVar(&o.nodes, "nodes", 0, "real worker nodes to run (needs root; see docs/local-nodes.md)")
 	flag.StringVar(&o.images, "images", "_output/images/node", "directory of the image tarballs the nodes import")
+	flag.StringVar(&o.policies, "pod-security-policies", "examples/podsecuritypolicy", "directory of PodSecurityPolicies and their grants, applied when PodSecurityPolicy is enabled")
 	clean := flag.Bool("clean", false, "remove the state in -dir, and what a killed run's nodes left on the host, instead of running")
 	flag.Parse()
-	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images} {
+	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images, &o.policies} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err
@@ -160,6 +163,9 @@ func run() error {
 			// the new controllers lead at once instead of waiting ~15 s
 			// for the old leases to expire.
 			if err := releaseLeases(ctx, admin); err != nil {
+				return err
+			}
+			if err := applyPolicies(ctx, o); err != nil {
 				return err
 			}
 		}
@@ -382,6 +388,24 @@ func waitForAPIServer(ctx context.Context, p *process.Process, cfg *kubeadmapi.I
 		return nil, fmt.Errorf("binding admin.conf's group to cluster-admin: %w", err)
 	}
 	return admin, nil
+}
+
+// applyPolicies applies the PodSecurityPolicies and grants in o.policies
+// when the plugin is on: without a policy that admits them, no pod is
+// admitted, CoreDNS's and the controllers' included. The examples grant
+// privileged to kube-system's service accounts and the nodes, restricted
+// to everyone.
+func applyPolicies(ctx context.Context, o options) error {
+	if !slices.Contains(strings.Split(o.plugins, ","), "PodSecurityPolicy") {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(o.bin, "kubectl"), "--kubeconfig", filepath.Join(o.dir, kubeadmconstants.AdminKubeConfigFileName),
+		"apply", "-f", o.policies).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("applying the PodSecurityPolicies in %s: %v\n%s", o.policies, err, out)
+	}
+	fmt.Printf("PodSecurityPolicy is on: applied the policies and grants in %s\n", o.policies)
+	return nil
 }
 
 // leaderLeases are the leader-election leases of the controllers local-up

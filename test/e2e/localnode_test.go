@@ -62,7 +62,8 @@ func TestLocalNodes(t *testing.T) {
 	cmd := exec.Command(localUp, "-dir", dir, "-bin", binDir, "-images", images, "-nodes", "2",
 		"-port", fmt.Sprint(free[0]), "-controller-manager-port", fmt.Sprint(free[1]), "-scheduler-port", fmt.Sprint(free[2]),
 		"-admission-config", "../../examples/admission/admission-config.yaml",
-		"-admission-plugins", "DenyEscalatingExec")
+		"-admission-plugins", "DenyEscalatingExec,PodSecurityPolicy",
+		"-pod-security-policies", "../../examples/podsecuritypolicy")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +133,10 @@ func TestLocalNodes(t *testing.T) {
 		}
 	})
 
+	// The example policies give everyone restricted, which runs nothing as
+	// root; the default namespace's service accounts get baseline, as the
+	// examples' documentation grants it per namespace.
+	mustKubectl("create", "rolebinding", "psp-baseline", "--clusterrole=psp:baseline", "--group=system:serviceaccounts:default")
 	mustKubectl("create", "deployment", "web", "--image="+agnhost, "--replicas=2", "--", "/agnhost", "netexec", "--http-port=8080")
 	mustKubectl("expose", "deployment", "web", "--port=80", "--target-port=8080")
 	mustKubectl("run", "client", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
@@ -250,6 +255,92 @@ func TestLocalNodes(t *testing.T) {
 		}
 		if out := mustKubectl("exec", "client", "--", "echo", "through"); strings.TrimSpace(out) != "through" {
 			t.Errorf("exec into a plain pod gave %q", out)
+		}
+	})
+
+	t.Run("PodSecurityPolicy's settings are what the container runs with", func(t *testing.T) {
+		policy := `apiVersion: policy/v1beta1
+kind: PodSecurityPolicy
+metadata:
+  name: e2e-ranges
+  annotations:
+    seccomp.security.alpha.kubernetes.io/allowedProfileNames: runtime/default
+    seccomp.security.alpha.kubernetes.io/defaultProfileName: runtime/default
+spec:
+  allowPrivilegeEscalation: false
+  requiredDropCapabilities: [ALL]
+  volumes: [projected, secret, configMap, emptyDir]
+  runAsUser: {rule: MustRunAs, ranges: [{min: 2000, max: 2999}]}
+  runAsGroup: {rule: MustRunAs, ranges: [{min: 3000, max: 3999}]}
+  supplementalGroups: {rule: MustRunAs, ranges: [{min: 4000, max: 4999}]}
+  fsGroup: {rule: MustRunAs, ranges: [{min: 5000, max: 5999}]}
+  seLinux: {rule: RunAsAny}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: psp-ranges}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: e2e-ranges, namespace: psp-ranges}
+rules:
+- {apiGroups: [policy], resources: [podsecuritypolicies], resourceNames: [e2e-ranges], verbs: [use]}
+- {apiGroups: [""], resources: [pods], verbs: [create, get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: e2e-ranges, namespace: psp-ranges}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: e2e-ranges}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-psp-ranges}]
+`
+		apply := exec.Command(filepath.Join(binDir, "kubectl"), "--kubeconfig", kubeconfig, "apply", "-f", "-")
+		apply.Stdin = strings.NewReader(policy)
+		if out, err := apply.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply: %v\n%s", err, out)
+		}
+		// The requester may use e2e-ranges and, through system:authenticated,
+		// the example's restricted; both mutate, and e2e-ranges comes first
+		// by name.
+		mustKubectl("--as=e2e-psp-ranges", "-n", "psp-ranges", "run", "ranged", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
+		mustKubectl("-n", "psp-ranges", "wait", "--for=condition=Ready", "pod/ranged", "--timeout=2m")
+		pod, err := client.CoreV1().Pods("psp-ranges").Get(ctx, "ranged", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pod.Annotations["kubernetes.io/psp"]; got != "e2e-ranges" {
+			t.Fatalf("pod admitted by policy %q, want e2e-ranges", got)
+		}
+		status := mustKubectl("-n", "psp-ranges", "exec", "ranged", "--", "cat", "/proc/self/status")
+		fields := map[string]string{}
+		for _, line := range strings.Split(status, "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				fields[k] = strings.Join(strings.Fields(v), " ")
+			}
+		}
+		for key, want := range map[string]string{
+			"Uid":        "2000 2000 2000 2000",
+			"Gid":        "3000 3000 3000 3000",
+			"NoNewPrivs": "1",
+			"Seccomp":    "2", // filter mode: the runtime's default profile
+			"CapEff":     "0000000000000000",
+		} {
+			if got := fields[key]; got != want {
+				t.Errorf("/proc/self/status %s: %q, want %q", key, fields[key], want)
+			}
+		}
+		// The supplemental group and fsGroup the policy chose, next to the
+		// primary group (which runtimes may or may not list again).
+		groups := strings.Fields(fields["Groups"])
+		for _, g := range groups {
+			if g != "3000" && g != "4000" && g != "5000" {
+				t.Errorf("/proc/self/status Groups: %v has %s, which the policy did not give", groups, g)
+			}
+		}
+		if !slices.Contains(groups, "4000") || !slices.Contains(groups, "5000") {
+			t.Errorf("/proc/self/status Groups: %v, want 4000 (supplemental) and 5000 (fsGroup)", groups)
+		}
+		if t.Failed() {
+			t.Logf("/proc/self/status:\n%s", status)
 		}
 	})
 
