@@ -57,8 +57,8 @@ func main() {
 
 type options struct {
 	dir, bin, admissionConfig, plugins, images, policies string
-	port, controllerManagerPort, schedulerPort int
-	nodes                                      int
+	port, controllerManagerPort, schedulerPort           int
+	nodes                                                int
 }
 
 func run() error {
