@@ -71,6 +71,10 @@ func ChooseLayout(previous *Layout) (Layout, error) {
 	if err != nil {
 		return Layout{}, err
 	}
+	return chooseLayout(previous, used)
+}
+
+func chooseLayout(previous *Layout, used []netip.Prefix) (Layout, error) {
 	if previous != nil {
 		if r, taken := overlap(previous.Block, used); taken {
 			return Layout{}, fmt.Errorf("this state's addresses %s now overlap the route to %s on this machine", previous.Block, r)
