@@ -67,7 +67,7 @@ func nth(p netip.Prefix, n int) netip.Addr {
 // because the state made with it (the apiserver's certificate, the
 // Services' addresses in etcd) would not fit another.
 func ChooseLayout(previous *Layout) (Layout, error) {
-	used, err := routedPrefixes()
+	used, err := RoutedPrefixes()
 	if err != nil {
 		return Layout{}, err
 	}
@@ -103,9 +103,9 @@ func overlap(p netip.Prefix, used []netip.Prefix) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-// routedPrefixes is every IPv4 destination of every routing table but the
-// default routes.
-func routedPrefixes() ([]netip.Prefix, error) {
+// RoutedPrefixes is every IPv4 destination of every routing table but the
+// default routes: what a test network must not overlap.
+func RoutedPrefixes() ([]netip.Prefix, error) {
 	out, err := exec.Command("ip", "-j", "-4", "route", "show", "table", "all").Output()
 	if err != nil {
 		return nil, fmt.Errorf("ip route show: %w", err)

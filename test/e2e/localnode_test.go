@@ -40,82 +40,16 @@ const (
 // through; and Ctrl-C leaves the host as it was. `make test-node` runs it
 // as root with the images built.
 func TestLocalNodes(t *testing.T) {
-	images := os.Getenv("TURNSTILE_NODE_IMAGES")
-	if images == "" || os.Geteuid() != 0 {
-		t.Skip("needs root and TURNSTILE_NODE_IMAGES (the image tarballs); `make test-node` runs it")
-	}
-	localUp, err := framework.Binary("local-up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	binDir := filepath.Dir(localUp)
-	var free []int
-	for range 3 {
-		p, err := framework.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		free = append(free, p)
-	}
 	before := hostSnapshot(t)
-	dir := t.TempDir()
-	cmd := exec.Command(localUp, "-dir", dir, "-bin", binDir, "-images", images, "-nodes", "2",
-		"-port", fmt.Sprint(free[0]), "-controller-manager-port", fmt.Sprint(free[1]), "-scheduler-port", fmt.Sprint(free[2]),
-		"-admission-config", "../../examples/admission/admission-config.yaml",
-		"-admission-plugins", "DenyEscalatingExec,PodSecurityPolicy",
+	lu := startLocalNodes(t, 2, "-admission-plugins", "DenyEscalatingExec,PodSecurityPolicy",
 		"-pod-security-policies", "../../examples/podsecuritypolicy")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = cmd.Process.Signal(os.Interrupt)
-			_ = cmd.Wait()
-		}
-	})
-	began := time.Now()
-	var output strings.Builder
-	lines := bufio.NewScanner(stdout)
-	for !strings.Contains(output.String(), "Ctrl-C stops it") {
-		if !lines.Scan() {
-			t.Fatalf("local-up ended before it was ready:\n%s\nlogs: %s", output.String(), tailLogs(dir))
-		}
-		output.WriteString(lines.Text() + "\n")
-	}
-	t.Logf("local-up with 2 nodes ready in %s", time.Since(began).Round(100*time.Millisecond))
-	rest := make(chan string, 1)
-	go func() {
-		var b strings.Builder
-		for lines.Scan() {
-			b.WriteString(lines.Text() + "\n")
-		}
-		rest <- b.String()
-	}()
-
-	kubeconfig := filepath.Join(dir, "admin.conf")
+	binDir, kubeconfig, kubectl := lu.bin, lu.kubeconfig, lu.kubectl
+	mustKubectl := func(args ...string) string { t.Helper(); return lu.mustKubectl(t, args...) }
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := kubernetes.NewForConfigOrDie(config)
-	kubectl := func(args ...string) (string, error) {
-		out, err := exec.Command(filepath.Join(binDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	mustKubectl := func(args ...string) string {
-		t.Helper()
-		out, err := kubectl(args...)
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
 	ctx := t.Context()
 
 	t.Run("two nodes are Ready, untainted", func(t *testing.T) {
@@ -344,25 +278,114 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-psp-range
 		}
 	})
 
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	lu.interrupt(t)
+	if left := localnode.Leftovers(lu.cmd.Process.Pid, lu.dir); len(left) > 0 {
+		t.Errorf("Ctrl-C left behind:\n  %s", strings.Join(left, "\n  "))
+	}
+	compareHost(t, before, hostSnapshot(t))
+}
+
+// localNodes is a running `local-up -nodes n` of a test.
+type localNodes struct {
+	cmd                  *exec.Cmd
+	dir, bin, kubeconfig string
+	rest                 chan string // what it prints after its ready message
+}
+
+// startLocalNodes starts local-up with n nodes on free ports and waits for
+// its ready message. Without root or the images it skips the test.
+func startLocalNodes(t *testing.T, n int, args ...string) *localNodes {
+	t.Helper()
+	images := os.Getenv("TURNSTILE_NODE_IMAGES")
+	if images == "" || os.Geteuid() != 0 {
+		t.Skip("needs root and TURNSTILE_NODE_IMAGES (the image tarballs); `make test-node` runs it")
+	}
+	localUp, err := framework.Binary("local-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lu := &localNodes{dir: t.TempDir(), bin: filepath.Dir(localUp), rest: make(chan string, 1)}
+	lu.kubeconfig = filepath.Join(lu.dir, "admin.conf")
+	var free []string
+	for range 3 {
+		p, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		free = append(free, fmt.Sprint(p))
+	}
+	lu.cmd = exec.Command(localUp, append([]string{"-dir", lu.dir, "-bin", lu.bin, "-images", images, "-nodes", fmt.Sprint(n),
+		"-port", free[0], "-controller-manager-port", free[1], "-scheduler-port", free[2],
+		"-admission-config", "../../examples/admission/admission-config.yaml"}, args...)...)
+	stdout, err := lu.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lu.cmd.Stderr = lu.cmd.Stdout
+	if err := lu.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if lu.cmd.ProcessState == nil {
+			_ = lu.cmd.Process.Signal(os.Interrupt)
+			_ = lu.cmd.Wait()
+		}
+	})
+	began := time.Now()
+	var output strings.Builder
+	lines := bufio.NewScanner(stdout)
+	for !strings.Contains(output.String(), "Ctrl-C stops it") {
+		if !lines.Scan() {
+			t.Fatalf("local-up ended before it was ready:\n%s\nlogs: %s", output.String(), tailLogs(lu.dir))
+		}
+		output.WriteString(lines.Text() + "\n")
+	}
+	t.Logf("local-up with %d node(s) ready in %s", n, time.Since(began).Round(100*time.Millisecond))
+	go func() {
+		var b strings.Builder
+		for lines.Scan() {
+			b.WriteString(lines.Text() + "\n")
+		}
+		lu.rest <- b.String()
+	}()
+	return lu
+}
+
+func (lu *localNodes) kubectl(args ...string) (string, error) {
+	out, err := exec.Command(filepath.Join(lu.bin, "kubectl"), append([]string{"--kubeconfig", lu.kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func (lu *localNodes) mustKubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := lu.kubectl(args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// interrupt is Ctrl-C: local-up must stop cleanly within three minutes.
+func (lu *localNodes) interrupt(t *testing.T) {
+	t.Helper()
+	if err := lu.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- lu.cmd.Wait() }()
 	select {
 	case err := <-exited:
-		stopped = true
-		tail := <-rest
-		if err != nil {
+		if tail := <-lu.rest; err != nil {
 			t.Fatalf("local-up did not stop cleanly on Ctrl-C: %v\n%s", err, tail)
 		}
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("local-up still running 3 minutes after Ctrl-C")
 	}
-	if left := localnode.Leftovers(cmd.Process.Pid, dir); len(left) > 0 {
-		t.Errorf("Ctrl-C left behind:\n  %s", strings.Join(left, "\n  "))
-	}
-	after := hostSnapshot(t)
+}
+
+// compareHost reports every part of the host that differs.
+func compareHost(t *testing.T, before, after map[string]string) {
+	t.Helper()
 	for what, b := range before {
 		if a := after[what]; a != b {
 			t.Errorf("the host's %s changed:\nbefore:\n%s\nafter:\n%s", what, b, a)
@@ -410,49 +433,11 @@ func hostSnapshot(t *testing.T) map[string]string {
 // containers, mounts and namespaces behind; `make clean-local` (local-up
 // -clean) removes them all, and the host is as it was.
 func TestLocalNodesKilledRun(t *testing.T) {
-	images := os.Getenv("TURNSTILE_NODE_IMAGES")
-	if images == "" || os.Geteuid() != 0 {
-		t.Skip("needs root and TURNSTILE_NODE_IMAGES (the image tarballs); `make test-node` runs it")
-	}
-	localUp, err := framework.Binary("local-up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	binDir := filepath.Dir(localUp)
-	var free []int
-	for range 3 {
-		p, err := framework.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		free = append(free, p)
-	}
 	before := hostSnapshot(t)
-	dir := t.TempDir()
-	cmd := exec.Command(localUp, "-dir", dir, "-bin", binDir, "-images", images, "-nodes", "1",
-		"-port", fmt.Sprint(free[0]), "-controller-manager-port", fmt.Sprint(free[1]), "-scheduler-port", fmt.Sprint(free[2]),
-		"-admission-config", "../../examples/admission/admission-config.yaml")
-	var output strings.Builder
-	cmd.Stdout, cmd.Stderr = &output, &output
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	kubeconfig := filepath.Join(dir, "admin.conf")
-	kubectl := func(args ...string) (string, error) {
-		out, err := exec.Command(filepath.Join(binDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	err = wait.PollUntilContextTimeout(t.Context(), time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
-		out, err := kubectl("run", "sleeper", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
-		return err == nil || strings.Contains(out, "AlreadyExists"), nil
-	})
-	if err != nil {
-		t.Fatalf("creating a pod: %v\n%s", err, output.String())
-	}
-	if out, err := kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=3m"); err != nil {
-		t.Fatalf("the pod did not run: %v\n%s\n%s", err, out, output.String())
-	}
+	lu := startLocalNodes(t, 1)
+	cmd, dir, localUp := lu.cmd, lu.dir, filepath.Join(lu.bin, "local-up")
+	lu.mustKubectl(t, "run", "sleeper", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
+	lu.mustKubectl(t, "wait", "--for=condition=Ready", "pod/sleeper", "--timeout=3m")
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -470,10 +455,5 @@ func TestLocalNodesKilledRun(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("local-up -clean left %s: %v", dir, err)
 	}
-	after := hostSnapshot(t)
-	for what, b := range before {
-		if a := after[what]; a != b {
-			t.Errorf("the host's %s changed:\nbefore:\n%s\nafter:\n%s", what, b, a)
-		}
-	}
+	compareHost(t, before, hostSnapshot(t))
 }

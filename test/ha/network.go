@@ -1,7 +1,6 @@
 package ha
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
 )
 
 // The nodes' network: one bridge on the host and, for each node, a network
@@ -240,25 +241,9 @@ func removeStale() {
 // freeSubnet returns a /24 in 198.18.0.0/15 that no route of this machine
 // (in any table, including other runs' bridges) overlaps.
 func freeSubnet() (netip.Prefix, error) {
-	out, err := exec.Command("ip", "-j", "-4", "route", "show", "table", "all").Output()
+	used, err := localnode.RoutedPrefixes()
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("ip route show: %w", err)
-	}
-	var routes []struct{ Dst string }
-	if err := json.Unmarshal(out, &routes); err != nil {
-		return netip.Prefix{}, fmt.Errorf("reading `ip -j route`: %w", err)
-	}
-	var used []netip.Prefix
-	for _, r := range routes {
-		if r.Dst == "default" {
-			continue
-		}
-		if !strings.Contains(r.Dst, "/") {
-			r.Dst += "/32"
-		}
-		if p, err := netip.ParsePrefix(r.Dst); err == nil {
-			used = append(used, p)
-		}
+		return netip.Prefix{}, err
 	}
 	for i := range 512 {
 		third := (os.Getpid() + i) % 512
