@@ -44,7 +44,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench run node-deps clean-local test test-unit test-e2e test-ha test-node test-mutation verify clean FORCE
+.PHONY: help build tools image release bench run node-deps control-plane-images clean-local test test-unit test-e2e test-ha test-node test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -162,10 +162,17 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) $(GO) test -count=1 -timeout 45m -v -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/...
 
-test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-deps ## Real nodes, as root: make run NODES=2 with real pods, the guard, a clean Ctrl-C, a killed run cleaned.
+test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-node: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
-		$(GO) test -count=1 -timeout 20m -v -run '^TestLocalNodes' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/_output/images/kube-apiserver-*.tar | head -1) \
+		$(GO) test -count=1 -timeout 20m -v -run '^Test(LocalNodes|KubeadmInitForReal)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+
+# kubeadm's kube-controller-manager, kube-scheduler and etcd images, from our
+# builds of them, for a real `kubeadm init` (the apiserver's is `make image`).
+control-plane-images: $(addprefix $(BIN)/,kube-controller-manager kube-scheduler etcd) node-images
+	$(BIN)/nodeimages -out $(NODE_IMAGES_DIR) -bin $(BIN) -kubernetes "$(KUBERNETES_DIR)" \
+		-control-plane -kubernetes-version $$($(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 
 # What test-ha runs: three kubeadm nodes, each an etcd member and an apiserver.
 HA_TOOLS := etcd kube-apiserver-upstream kubeadm

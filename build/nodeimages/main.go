@@ -92,20 +92,35 @@ func main() {
 	bin := flag.String("bin", "_output/bin", "directory holding pause, agnhost and coredns")
 	kubernetes := flag.String("kubernetes", "", "the k8s.io/kubernetes module's directory (go list -m -f '{{.Dir}}' k8s.io/kubernetes)")
 	busybox := flag.String("busybox", "/bin/busybox", "a static busybox (Debian's busybox-static)")
+	version := flag.String("kubernetes-version", "", "with -control-plane, the version kubeadm names the control-plane images after (v1.36.3)")
+	controlPlane := flag.Bool("control-plane", false, "also write kubeadm's kube-controller-manager, kube-scheduler and etcd images from the binaries in -bin")
 	flag.Parse()
-	if err := run(os.Stdout, *out, *bin, *kubernetes, *busybox); err != nil {
+	if !*controlPlane {
+		*version = ""
+	} else if *version == "" {
+		fmt.Fprintln(os.Stderr, "nodeimages: -control-plane needs -kubernetes-version")
+		os.Exit(2)
+	}
+	if err := run(os.Stdout, *out, *bin, *kubernetes, *busybox, *version); err != nil {
 		fmt.Fprintf(os.Stderr, "nodeimages: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, out, bin, kubernetes, busybox string) error {
+func run(w io.Writer, out, bin, kubernetes, busybox, controlPlaneVersion string) error {
 	if kubernetes == "" {
 		return fmt.Errorf("-kubernetes is required: the k8s.io/kubernetes module's directory")
 	}
 	specs, err := specs(bin, kubernetes, busybox)
 	if err != nil {
 		return err
+	}
+	if controlPlaneVersion != "" {
+		cp, err := controlPlaneSpecs(bin, controlPlaneVersion)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, cp...)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -262,6 +277,25 @@ func specs(bin, kubernetes, busybox string) ([]spec, error) {
 		config: oci.Config{Entrypoint: []string{"/coredns"}, User: "65532:65532",
 			ExposedPorts: []string{"53/tcp", "53/udp"}, Created: created},
 	}}, nil
+}
+
+// controlPlaneSpecs are kubeadm's control-plane images other than the
+// apiserver: each binary FROM scratch in /usr/local/bin, on the PATH, as
+// kubeadm's static pods call it by name.
+func controlPlaneSpecs(bin, version string) ([]spec, error) {
+	var out []spec
+	for _, img := range oci.ControlPlaneImages(version) {
+		binary := filepath.Join(bin, img.Name)
+		if _, err := os.Stat(binary); err != nil {
+			return nil, fmt.Errorf("%w (make tools builds it)", err)
+		}
+		out = append(out, spec{
+			image:  img,
+			layers: [][]oci.Entry{{oci.FileFrom("usr/local/bin/"+img.Name, 0o755, binary), oci.Dir("tmp", 0o777|fs.ModeSticky)}},
+			config: oci.Config{Env: []string{envPath}, Created: created},
+		})
+	}
+	return out, nil
 }
 
 const (

@@ -66,7 +66,7 @@ func TestRunSkipsUnchangedImages(t *testing.T) {
 	runOnce := func() string {
 		t.Helper()
 		var buf bytes.Buffer
-		if err := run(&buf, out, bin, kube, busybox); err != nil {
+		if err := run(&buf, out, bin, kube, busybox, ""); err != nil {
 			t.Fatal(err)
 		}
 		return buf.String()

@@ -2,6 +2,7 @@ package oci
 
 import (
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
 )
 
 // The images a local node needs that it would otherwise pull, by the exact
@@ -49,5 +50,20 @@ func NodeImages() []NodeImage {
 		{Name: "busybox", Tags: []string{BusyBoxImage, BusyBoxPrevImage}, Tarball: "busybox.tar"},
 		{Name: "agnhost", Tags: []string{AgnhostImage, AgnhostPrevImage}, Tarball: "agnhost.tar"},
 		{Name: "coredns", Tags: []string{CoreDNSImage}, Tarball: "coredns.tar"},
+	}
+}
+
+// ControlPlaneImages are the images `kubeadm init` runs as static pods
+// next to the kube-apiserver (`make image` builds ours): upstream's
+// kube-controller-manager, kube-scheduler and etcd, built from go.mod's
+// tool lines, under the names kubeadm gives them for kubernetesVersion
+// (for example v1.36.3), FROM scratch with the binary in /usr/local/bin as
+// upstream's images hold it.
+func ControlPlaneImages(kubernetesVersion string) []NodeImage {
+	tag := kubeadmutil.KubernetesVersionToImageTag(kubernetesVersion)
+	return []NodeImage{
+		{Name: "kube-controller-manager", Tags: []string{"registry.k8s.io/kube-controller-manager:" + tag}, Tarball: "kube-controller-manager.tar"},
+		{Name: "kube-scheduler", Tags: []string{"registry.k8s.io/kube-scheduler:" + tag}, Tarball: "kube-scheduler.tar"},
+		{Name: "etcd", Tags: []string{"registry.k8s.io/etcd:" + kubeadmconstants.DefaultEtcdVersion}, Tarball: "etcd.tar"},
 	}
 }

@@ -50,6 +50,11 @@ func removeRun(r record) error {
 			errs = append(errs, err)
 		}
 	}
+	for _, dir := range r.Created {
+		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing the mount point %s this run made: %w", dir, err))
+		}
+	}
 	runDir := filepath.Join(runRoot, strconv.Itoa(r.ID))
 	if err := os.RemoveAll(runDir); err != nil {
 		errs = append(errs, err)

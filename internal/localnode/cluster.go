@@ -59,6 +59,8 @@ type Cluster struct {
 	cfg   Config
 	id    int
 	Nodes []*Node
+	// created are empty host directories made as mount points.
+	created []string
 }
 
 // record is what a later run needs to remove this one's leftovers.
@@ -72,6 +74,8 @@ type record struct {
 	// lies: the nodes' state and runtime directories.
 	Mounts  []string `json:"mounts"`
 	Sockets []string `json:"sockets"`
+	// Created are mount points the run made on the host, removed last.
+	Created []string `json:"created,omitempty"`
 }
 
 // Prepare checks the host, removes what killed runs left behind, and sets
@@ -88,6 +92,9 @@ func Prepare(cfg Config) (*Cluster, error) {
 		cfg.Progress = func(string, ...any) {}
 	}
 	RemoveStale()
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o700); err != nil {
+		return nil, err
+	}
 	c := &Cluster{cfg: cfg, id: os.Getpid()}
 	for i := range cfg.Nodes {
 		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("turnstile-node%d", i+1), Index: i, IP: cfg.Layout.NodeIP(i), cluster: c})
@@ -111,7 +118,7 @@ func (c *Cluster) runDir() string { return filepath.Join(runRoot, strconv.Itoa(c
 func (c *Cluster) progress(format string, args ...any) { c.cfg.Progress(format, args...) }
 
 func (c *Cluster) writeRecord() error {
-	r := record{ID: c.id, Bridge: c.bridge(), Table: c.table(), Mounts: []string{c.runDir()}}
+	r := record{ID: c.id, Bridge: c.bridge(), Table: c.table(), Mounts: []string{c.runDir()}, Created: c.created}
 	for _, n := range c.Nodes {
 		r.Nodes = append(r.Nodes, n.Netns())
 		r.Roots = append(r.Roots, n.CgroupRoot())

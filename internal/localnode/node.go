@@ -38,6 +38,9 @@ type Node struct {
 
 	cluster *Cluster
 	procs   []*process.Process // in start order
+	// mountNSReady says the node's processes join its mount namespace
+	// (a kubeadm host's) as well as its network namespace.
+	mountNSReady bool
 }
 
 // Netns is the node's network namespace.
@@ -68,6 +71,9 @@ func (n *Node) log(component string) string {
 // program itself; `ip netns exec` would also give it a mount namespace of
 // its own, where containerd's mounts would be invisible to the kubelet.
 func (n *Node) enter() []string {
+	if n.mountNSReady {
+		return []string{"nsenter", "--net=/run/netns/" + n.Netns(), "--mount=" + n.mountNS(), "--"}
+	}
 	return []string{"nsenter", "--net=/run/netns/" + n.Netns(), "--"}
 }
 

@@ -1,0 +1,299 @@
+package localnode
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/template"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/turnstile-k8s/turnstile/internal/process"
+)
+
+// A kubeadm host is a node on which `kubeadm init` runs for real, with the
+// kubelet running the control plane as static pods. kubeadm writes to fixed
+// paths (/etc/kubernetes, /var/lib/kubelet, /var/lib/etcd) and its static
+// pods mount them by those paths, so the host's network namespace is joined
+// by a mount namespace of its own in which those paths are the node's
+// directories: kubeadm, the kubelet, containerd and runc all see the same
+// files, and the host's own paths are never written. Mounts made in it
+// (volumes, root filesystems) vanish with it.
+
+// kubeadmPaths are the host paths kubeadm and its static pods use, each
+// bound to <node dir>/<name>.
+var kubeadmPaths = map[string]string{
+	"/etc/kubernetes":  "etc-kubernetes",
+	"/var/lib/kubelet": "var-lib-kubelet",
+	"/var/lib/etcd":    "var-lib-etcd",
+}
+
+// mountNS is the file that holds the node's mount namespace.
+func (n *Node) mountNS() string { return filepath.Join(n.cluster.runDir(), n.Name+".mnt") }
+
+// KubeadmDir is where the node's /etc/kubernetes lives on the host:
+// kubeadm's admin.conf is KubeadmDir()/admin.conf.
+func (n *Node) KubeadmDir() string { return filepath.Join(n.dir(), kubeadmPaths["/etc/kubernetes"]) }
+
+// StartKubeadmHost prepares the cluster's first node for `kubeadm init`:
+// its network namespace and guard, cgroup root, mount namespace, and
+// containerd with images (the node images and the control plane's)
+// imported. Call KubeadmInit next.
+func (c *Cluster) StartKubeadmHost(ctx context.Context) (*Node, error) {
+	n := c.Nodes[0]
+	if err := addNetns(n.Netns(), n.veth(), c.bridge(), n.IP, c.cfg.Layout); err != nil {
+		return nil, err
+	}
+	if err := nft(n.Netns(), nodeGuard(c.cfg.Layout)); err != nil {
+		return nil, fmt.Errorf("installing %s's guard: %w", n.Name, err)
+	}
+	if err := createCgroupRoot(n.CgroupRoot()); err != nil {
+		return nil, err
+	}
+	if err := n.addMountNS(); err != nil {
+		return nil, err
+	}
+	n.mountNSReady = true
+	if err := n.writeContainerdConfig(); err != nil {
+		return nil, err
+	}
+	containerd, err := n.startProcess("containerd", "containerd", "--config", n.containerdConfigFile())
+	if err != nil {
+		return nil, err
+	}
+	if err := containerd.WaitUntil(ctx, time.Minute, func(context.Context) error {
+		_, err := os.Stat(n.Socket())
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	c.progress("%s: containerd is up; importing %d images", n.Name, len(c.cfg.Images))
+	return n, n.importImages(ctx, c.cfg.Images)
+}
+
+// addMountNS creates the node's mount namespace and binds kubeadm's paths
+// in it. A mount namespace is kept by binding it to a file, which must lie
+// on a private mount: the run's directory, bound onto itself.
+func (n *Node) addMountNS() error {
+	run := n.cluster.runDir()
+	for _, p := range kubeadmPaths {
+		if err := os.MkdirAll(filepath.Join(n.dir(), p), 0o700); err != nil {
+			return err
+		}
+	}
+	steps := [][]string{
+		{"mount", "--bind", run, run},
+		{"mount", "--make-private", run},
+		{"touch", n.mountNS()},
+		{"unshare", "--mount=" + n.mountNS(), "--propagation", "private", "true"},
+	}
+	for host, p := range kubeadmPaths {
+		// The mount point must exist on the host; an empty directory
+		// made for it is removed with the run.
+		if _, err := os.Stat(host); os.IsNotExist(err) {
+			if err := os.MkdirAll(host, 0o755); err != nil {
+				return err
+			}
+			n.cluster.created = append(n.cluster.created, host)
+		}
+		steps = append(steps, []string{"nsenter", "--mount=" + n.mountNS(), "--", "mount", "--bind", filepath.Join(n.dir(), p), host})
+	}
+	if err := n.cluster.writeRecord(); err != nil {
+		return err
+	}
+	return runAll(steps)
+}
+
+// kubeadmConfig is `kubeadm init`'s configuration for the node: kubeadm's
+// defaults, with the node's address, the layout's ranges, the node's
+// containerd, no taint (the test's pods run on it), images never pulled,
+// and the kubelet settings a node of this machine needs (see kubeletConfig).
+var kubeadmConfig = template.Must(template.New("kubeadm.yaml").Parse(`apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: {{.IP}}
+  bindPort: 6443
+nodeRegistration:
+  name: {{.Name}}
+  criSocket: unix://{{.Socket}}
+  imagePullPolicy: Never
+  taints: []
+  ignorePreflightErrors: [all]
+  kubeletExtraArgs:
+  - name: node-ip
+    value: {{.IP}}
+patches:
+  directory: {{.Patches}}
+skipPhases: [addon/kube-proxy, addon/coredns]
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: {{.Version}}
+networking:
+  podSubnet: {{.Pods}}
+  serviceSubnet: {{.Services}}
+apiServer:
+  extraArgs:
+  - name: enable-admission-plugins
+    value: NodeRestriction,DenyEscalatingExec
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cgroupRoot: {{.CgroupRoot}}
+failCgroupV1: false
+failSwapOn: false
+resolvConf: {{.ResolvConf}}
+podLogsDir: /var/lib/kubelet/pod-logs
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 5%
+  imagefs.available: 5%
+`))
+
+// KubeadmInit runs `kubeadm init` on the node, with the kube-apiserver
+// image apiserverImage patched into its static pod (docs/kubeadm.md, 2b).
+// The kubelet is started once kubeadm has written its configuration, as
+// systemd would start it; kube-proxy and CoreDNS are left out (their
+// addons need a kube-proxy image, which is not built). It returns
+// kubeadm's output.
+func (n *Node) KubeadmInit(ctx context.Context, kubernetesVersion, apiserverImage string) (string, error) {
+	c := n.cluster
+	var cfg bytes.Buffer
+	if err := kubeadmConfig.Execute(&cfg, map[string]string{
+		"IP": n.IP.String(), "Name": n.Name, "Socket": n.Socket(), "Version": kubernetesVersion,
+		"Pods": c.cfg.Layout.Pods.String(), "Services": c.cfg.Layout.Services.String(), "CgroupRoot": n.CgroupRoot(),
+		"ResolvConf": filepath.Join(n.dir(), "resolv.conf"), "Patches": filepath.Join(n.dir(), "patches"),
+	}); err != nil {
+		return "", err
+	}
+	// kubeadm's own inputs stay out of /etc/kubernetes, where `kubeadm
+	// reset` is checked to leave nothing.
+	config := filepath.Join(n.dir(), "kubeadm.yaml")
+	patches := filepath.Join(n.dir(), "patches")
+	if err := os.MkdirAll(patches, 0o700); err != nil {
+		return "", err
+	}
+	files := map[string]string{
+		config: cfg.String(),
+		filepath.Join(patches, "kube-apiserver+strategic.yaml"): fmt.Sprintf("spec:\n  containers:\n  - name: kube-apiserver\n    image: %s\n", apiserverImage),
+		filepath.Join(n.dir(), "resolv.conf"):                   "nameserver " + c.cfg.Layout.DNS().String() + "\n",
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			return "", err
+		}
+	}
+	args := append(n.enter(), filepath.Join(c.cfg.Bin, "kubeadm"), "init", "--config="+config, "--v=1")
+	kubeadm := exec.CommandContext(ctx, args[0], args[1:]...)
+	var out bytes.Buffer
+	kubeadm.Stdout, kubeadm.Stderr = &out, &out
+	if err := kubeadm.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- kubeadm.Wait() }()
+	flags := filepath.Join(n.dir(), kubeadmPaths["/var/lib/kubelet"], "kubeadm-flags.env")
+	kubeletStarted := false
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return out.String(), fmt.Errorf("kubeadm init: %w", err)
+			}
+			if !kubeletStarted {
+				return out.String(), fmt.Errorf("kubeadm init ended without writing %s", flags)
+			}
+			return out.String(), nil
+		case <-time.After(250 * time.Millisecond):
+		}
+		if kubeletStarted {
+			continue
+		}
+		env, err := os.ReadFile(flags)
+		if err != nil {
+			continue
+		}
+		args, err := kubeadmFlags(string(env))
+		if err != nil {
+			return out.String(), err
+		}
+		if _, err := n.startProcess("kubelet", filepath.Join(c.cfg.Bin, "kubelet"), append([]string{
+			"--config=/var/lib/kubelet/config.yaml",
+			"--kubeconfig=/etc/kubernetes/kubelet.conf",
+			"--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+		}, args...)...); err != nil {
+			return out.String(), err
+		}
+		kubeletStarted = true
+	}
+}
+
+// kubeadmFlags reads KUBELET_KUBEADM_ARGS from kubeadm's
+// kubeadm-flags.env, as kubeadm's systemd drop-in does.
+func kubeadmFlags(env string) ([]string, error) {
+	for _, line := range strings.Split(env, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "KUBELET_KUBEADM_ARGS="); ok {
+			return strings.Fields(strings.Trim(v, `"`)), nil
+		}
+	}
+	return nil, fmt.Errorf("kubeadm-flags.env has no KUBELET_KUBEADM_ARGS:\n%s", env)
+}
+
+// KubeadmReset stops the kubelet and runs `kubeadm reset`, which removes
+// the static pods' containers and what kubeadm wrote.
+func (n *Node) KubeadmReset(ctx context.Context) (string, error) {
+	for _, p := range n.procs {
+		if strings.HasSuffix(p.Name, " kubelet") {
+			if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil && !process.EndedBy(err, syscall.SIGTERM) {
+				return "", fmt.Errorf("stopping the kubelet: %w", err)
+			}
+		}
+	}
+	args := append(n.enter(), filepath.Join(n.cluster.cfg.Bin, "kubeadm"), "reset", "--force", "--cri-socket=unix://"+n.Socket(), "--v=1")
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubeadm reset: %w", err)
+	}
+	return string(out), nil
+}
+
+// WaitNetwork waits for the node's pod range, writes its CNI
+// configuration, routes the range from the host, and waits for the node to
+// be Ready.
+func (n *Node) WaitNetwork(ctx context.Context, client kubernetes.Interface) error {
+	if err := n.waitPodCIDR(ctx, client); err != nil {
+		return err
+	}
+	if err := addRoute("", n.PodCIDR, n.IP); err != nil {
+		return err
+	}
+	return n.waitReady(ctx, client)
+}
+
+// KubeadmState lists the files left in the node's kubeadm paths, for a
+// test of `kubeadm reset` (which empties /etc/kubernetes/manifests and
+// /etc/kubernetes/pki but keeps the directories).
+func (n *Node) KubeadmState() []string {
+	var left []string
+	for host, p := range kubeadmPaths {
+		root := filepath.Join(n.dir(), p)
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(root, path)
+				left = append(left, filepath.Join(host, rel))
+			}
+			return nil
+		})
+	}
+	return left
+}

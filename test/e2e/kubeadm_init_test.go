@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/version"
+
+	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+// `kubeadm init` for real: the pinned kubeadm on a node of its own, the
+// real kubelet running the control plane as static pods, our image from
+// `make image` as the kube-apiserver, locally built images for the rest.
+// The node is Ready, a Deployment's pods run and take an exec, the
+// apiserver's DenyEscalatingExec refuses one into a host-network static
+// pod, and `kubeadm reset` removes what kubeadm made; then the host is as
+// it was. `make test-node` runs it as root.
+func TestKubeadmInitForReal(t *testing.T) {
+	images, apiserverTar := os.Getenv("TURNSTILE_NODE_IMAGES"), os.Getenv("TURNSTILE_APISERVER_IMAGE")
+	if images == "" || apiserverTar == "" || os.Geteuid() != 0 {
+		t.Skip("needs root, TURNSTILE_NODE_IMAGES (with the control-plane images) and TURNSTILE_APISERVER_IMAGE (make image); `make test-node` runs it")
+	}
+	kubeadm, err := framework.Binary("kubeadm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Dir(kubeadm)
+	manifest, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(apiserverTar) })
+	if err != nil || len(manifest) != 1 || len(manifest[0].RepoTags) == 0 {
+		t.Fatalf("reading %s's manifest: %v, %+v", apiserverTar, err, manifest)
+	}
+	apiserverImage := manifest[0].RepoTags[0]
+	// The e2e binaries are stamped as upstream's, so this is v1.36.3.
+	kubernetesVersion := version.Get().GitVersion
+	var tarballs []string
+	for _, img := range append(oci.NodeImages(), oci.ControlPlaneImages(kubernetesVersion)...) {
+		tarballs = append(tarballs, filepath.Join(images, img.Tarball))
+	}
+	tarballs = append(tarballs, apiserverTar)
+
+	before := hostSnapshot(t)
+	layout, err := localnode.ChooseLayout(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c, err := localnode.Prepare(localnode.Config{Dir: dir, Bin: bin, Images: tarballs, Nodes: 1, Layout: layout,
+		Progress: func(format string, args ...any) { t.Logf(format, args...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	remove := func() {
+		removed = true
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping the node: %v", err)
+		}
+		if err := c.Remove(); err != nil {
+			t.Errorf("removing the node: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if !removed {
+			remove()
+		}
+	})
+	ctx := t.Context()
+	n, err := c.StartKubeadmHost(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := n.KubeadmInit(ctx, kubernetesVersion, apiserverImage)
+	if err != nil || !strings.Contains(out, "Your Kubernetes control-plane has initialized successfully!") {
+		t.Fatalf("kubeadm init: %v\n%s\nlogs: %s", err, out, tailLogs(dir))
+	}
+	t.Logf("kubeadm init succeeded:\n%s", lastLines(out, 12))
+	admin := filepath.Join(n.KubeadmDir(), "admin.conf")
+	config, err := clientcmd.BuildConfigFromFlags("", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(config)
+	if err := n.WaitNetwork(ctx, client); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", admin}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	mustKubectl := func(args ...string) string {
+		t.Helper()
+		out, err := kubectl(args...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+
+	t.Run("the control plane runs as static pods, the apiserver ours", func(t *testing.T) {
+		for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
+			// A mirror pod's status follows the kubelet's next sync.
+			mustKubectl("-n", "kube-system", "wait", "--for=condition=Ready", "pod/"+component+"-"+n.Name, "--timeout=2m")
+			pod, err := client.CoreV1().Pods("kube-system").Get(ctx, component+"-"+n.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Errorf("%s's static pod: %v", component, err)
+				continue
+			}
+			if pod.Status.Phase != "Running" || pod.Annotations["kubernetes.io/config.source"] != "file" {
+				t.Errorf("%s: phase %s, source %q", pod.Name, pod.Status.Phase, pod.Annotations["kubernetes.io/config.source"])
+			}
+			if component == "kube-apiserver" && pod.Spec.Containers[0].Image != apiserverImage {
+				t.Errorf("the apiserver's image is %s, want %s", pod.Spec.Containers[0].Image, apiserverImage)
+			}
+		}
+		v, err := client.Discovery().ServerVersion()
+		if err != nil || !strings.Contains(v.GitVersion, "+turnstile.") {
+			t.Errorf("/version: %+v, %v; want Turnstile's", v, err)
+		}
+		if out := mustKubectl("get", "nodes"); !strings.Contains(out, n.Name) || !strings.Contains(out, " Ready ") {
+			t.Errorf("kubectl get nodes:\n%s", out)
+		}
+	})
+
+	t.Run("a Deployment's pods run", func(t *testing.T) {
+		mustKubectl("create", "deployment", "web", "--image="+oci.AgnhostImage, "--replicas=2", "--", "/agnhost", "netexec", "--http-port=8080")
+		mustKubectl("wait", "--for=condition=Available", "deployment/web", "--timeout=3m")
+		if out := mustKubectl("exec", "deploy/web", "--", "hostname"); !strings.HasPrefix(out, "web-") {
+			t.Errorf("exec hostname: %q", out)
+		}
+		out, err := kubectl("-n", "kube-system", "exec", "etcd-"+n.Name, "--", "etcd", "--version")
+		if want := "cannot exec into or attach to a container using host network"; err == nil || !strings.Contains(out, want) {
+			t.Errorf("exec into the etcd static pod: %v\n%s\nwant DenyEscalatingExec's %q", err, out, want)
+		}
+	})
+
+	out, err = n.KubeadmReset(ctx)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if left := n.KubeadmState(); len(left) > 0 {
+		t.Errorf("kubeadm reset left %v", left)
+	}
+	remove()
+	if left := localnode.Leftovers(os.Getpid(), dir); len(left) > 0 {
+		t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))
+	}
+	compareHost(t, before, hostSnapshot(t))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
