@@ -208,16 +208,7 @@ func selfDigest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(exe)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%x", h.Sum(nil)), nil
+	return oci.FileSHA256(exe)
 }
 
 func specs(bin, kubernetes, busybox string) ([]spec, error) {

@@ -299,3 +299,18 @@ func WriteDockerArchiveTags(path string, img v1.Image, refs ...string) (v1.Hash,
 	}
 	return id, nil
 }
+
+// FileSHA256 is a file's SHA-256, hex-encoded: how a tarball or a binary
+// is recognised as unchanged.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

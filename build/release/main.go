@@ -17,8 +17,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -76,7 +74,7 @@ func run(c config, progress io.Writer) error {
 	var artifacts []artifact
 	// add lists a file of the release and returns its checksum.
 	add := func(name, platform string) (string, error) {
-		sum, err := fileSHA256(filepath.Join(c.dir, name))
+		sum, err := oci.FileSHA256(filepath.Join(c.dir, name))
 		if err != nil {
 			return "", err
 		}
@@ -175,19 +173,6 @@ func readBinaries(c config) ([]*stamp.Stamp, error) {
 		stamps = append(stamps, s)
 	}
 	return stamps, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // writeFile writes path through write, and fails if either fails.

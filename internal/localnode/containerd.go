@@ -95,7 +95,7 @@ func (n *Node) writeContainerdConfig() error {
 // (by its digest, recorded next to the node's containerd root) is skipped.
 func (n *Node) importImages(ctx context.Context, tarballs []string) error {
 	for _, tarball := range tarballs {
-		sum, err := fileDigest(tarball)
+		sum, err := oci.FileSHA256(tarball)
 		if err != nil {
 			return err
 		}
