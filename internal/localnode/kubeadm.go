@@ -142,7 +142,7 @@ networking:
 apiServer:
   extraArgs:
   - name: enable-admission-plugins
-    value: NodeRestriction,DenyEscalatingExec
+    value: NodeRestriction,DenyExecOnPrivileged
 ---
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
+	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
@@ -23,9 +25,10 @@ import (
 // real kubelet running the control plane as static pods, our image from
 // `make image` as the kube-apiserver, locally built images for the rest.
 // The node is Ready, a Deployment's pods run and take an exec, the
-// apiserver's DenyEscalatingExec refuses one into a host-network static
-// pod, and `kubeadm reset` removes what kubeadm made; then the host is as
-// it was. `make test-node` runs it as root.
+// apiserver's DenyExecOnPrivileged refuses an exec and an attach into a
+// privileged pod and lets one into the host-network etcd static pod
+// through, and `kubeadm reset` removes what kubeadm made; then the host is
+// as it was. `make test-node` runs it as root.
 func TestKubeadmInitForReal(t *testing.T) {
 	images, apiserverTar := os.Getenv("TURNSTILE_NODE_IMAGES"), os.Getenv("TURNSTILE_APISERVER_IMAGE")
 	if images == "" || apiserverTar == "" || os.Geteuid() != 0 {
@@ -138,9 +141,30 @@ func TestKubeadmInitForReal(t *testing.T) {
 		if out := mustKubectl("exec", "deploy/web", "--", "hostname"); !strings.HasPrefix(out, "web-") {
 			t.Errorf("exec hostname: %q", out)
 		}
-		out, err := kubectl("-n", "kube-system", "exec", "etcd-"+n.Name, "--", "etcd", "--version")
-		if want := "cannot exec into or attach to a container using host network"; err == nil || !strings.Contains(out, want) {
-			t.Errorf("exec into the etcd static pod: %v\n%s\nwant DenyEscalatingExec's %q", err, out, want)
+	})
+
+	t.Run("DenyExecOnPrivileged against real pods", func(t *testing.T) {
+		privileged := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "privileged"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "c", Image: oci.BusyBoxImage, Command: []string{"sleep", "3600"}, Stdin: true,
+				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+			}}},
+		}
+		if _, err := client.CoreV1().Pods("default").Create(ctx, privileged, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		mustKubectl("wait", "--for=condition=Ready", "pod/privileged", "--timeout=2m")
+		want := `pods "privileged" is forbidden: cannot exec into or attach to a privileged container`
+		for _, args := range [][]string{{"exec", "privileged", "--", "true"}, {"attach", "privileged", "-i=false"}} {
+			if out, err := kubectl(args...); err == nil || !strings.Contains(out, want) {
+				t.Errorf("kubectl %s: %v\n%s\nwant the refusal %q", strings.Join(args, " "), err, out, want)
+			}
+		}
+		// Unlike DenyEscalatingExec, it lets an exec into a host-network
+		// pod through: the etcd static pod answers.
+		if out := mustKubectl("-n", "kube-system", "exec", "etcd-"+n.Name, "--", "etcd", "--version"); !strings.Contains(out, "etcd Version: 3.6.8") {
+			t.Errorf("exec into the etcd static pod: %s", out)
 		}
 	})
 
