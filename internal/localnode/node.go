@@ -95,6 +95,12 @@ func (n *Node) start(ctx context.Context) error {
 			return err
 		}
 	}
+	// No pod of an earlier run is left (Stop or RemoveStale removed them),
+	// so neither are its addresses: a killed run's reservations would
+	// otherwise leak from the pod range, run after run.
+	if err := os.RemoveAll(filepath.Join(n.dir(), "cni", "ipam")); err != nil {
+		return err
+	}
 
 	if err := n.writeContainerdConfig(); err != nil {
 		return err
