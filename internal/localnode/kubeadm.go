@@ -48,34 +48,7 @@ func (n *Node) KubeadmDir() string { return filepath.Join(n.dir(), kubeadmPaths[
 // imported. Call KubeadmInit next.
 func (c *Cluster) StartKubeadmHost(ctx context.Context) (*Node, error) {
 	n := c.Nodes[0]
-	if err := addNetns(n.Netns(), n.veth(), c.bridge(), n.IP, c.cfg.Layout); err != nil {
-		return nil, err
-	}
-	if err := nft(n.Netns(), nodeGuard(c.cfg.Layout)); err != nil {
-		return nil, fmt.Errorf("installing %s's guard: %w", n.Name, err)
-	}
-	if err := createCgroupRoot(n.CgroupRoot()); err != nil {
-		return nil, err
-	}
-	if err := n.addMountNS(); err != nil {
-		return nil, err
-	}
-	n.mountNSReady = true
-	if err := n.writeContainerdConfig(); err != nil {
-		return nil, err
-	}
-	containerd, err := n.startProcess("containerd", "containerd", "--config", n.containerdConfigFile())
-	if err != nil {
-		return nil, err
-	}
-	if err := containerd.WaitUntil(ctx, time.Minute, func(context.Context) error {
-		_, err := os.Stat(n.Socket())
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	c.progress("%s: containerd is up; importing %d images", n.Name, len(c.cfg.Images))
-	return n, n.importImages(ctx, c.cfg.Images)
+	return n, n.startRuntime(ctx, true)
 }
 
 // addMountNS creates the node's mount namespace and binds kubeadm's paths

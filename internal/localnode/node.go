@@ -77,9 +77,37 @@ func (n *Node) enter() []string {
 	return []string{"nsenter", "--net=/run/netns/" + n.Netns(), "--"}
 }
 
-// start brings the node's processes up: network, guard, cgroup root,
-// containerd with the images imported, kubelet, kube-proxy.
+// start brings the node's processes up: its runtime, kubelet, kube-proxy.
 func (n *Node) start(ctx context.Context) error {
+	c := n.cluster
+	if err := n.startRuntime(ctx, false); err != nil {
+		return err
+	}
+	if err := n.writeKubeletFiles(); err != nil {
+		return err
+	}
+	if _, err := n.startProcess("kubelet", filepath.Join(c.cfg.Bin, "kubelet"),
+		"--config="+filepath.Join(n.dir(), "kubelet.yaml"),
+		"--kubeconfig="+filepath.Join(n.dir(), kubeadmconstants.KubeletKubeConfigFileName),
+		"--hostname-override="+n.Name,
+		"--node-ip="+n.IP.String(),
+		"--root-dir="+n.kubeletRoot(),
+		"--v=2",
+	); err != nil {
+		return err
+	}
+	if err := n.writeKubeProxyFiles(); err != nil {
+		return err
+	}
+	_, err := n.startProcess("kube-proxy", filepath.Join(c.cfg.Bin, "kube-proxy"),
+		"--config="+filepath.Join(n.dir(), "kube-proxy.yaml"), "--v=2")
+	return err
+}
+
+// startRuntime brings up what every node has before its kubelet: network,
+// guard, cgroup root, (for a kubeadm host) its mount namespace, and
+// containerd with the images imported.
+func (n *Node) startRuntime(ctx context.Context, mountNS bool) error {
 	c := n.cluster
 	if err := addNetns(n.Netns(), n.veth(), c.bridge(), n.IP, c.cfg.Layout); err != nil {
 		return err
@@ -101,7 +129,12 @@ func (n *Node) start(ctx context.Context) error {
 	if err := os.RemoveAll(filepath.Join(n.dir(), "cni", "ipam")); err != nil {
 		return err
 	}
-
+	if mountNS {
+		if err := n.addMountNS(); err != nil {
+			return err
+		}
+		n.mountNSReady = true
+	}
 	if err := n.writeContainerdConfig(); err != nil {
 		return err
 	}
@@ -116,29 +149,7 @@ func (n *Node) start(ctx context.Context) error {
 		return err
 	}
 	c.progress("%s: containerd is up; importing %d images", n.Name, len(c.cfg.Images))
-	if err := n.importImages(ctx, c.cfg.Images); err != nil {
-		return err
-	}
-
-	if err := n.writeKubeletFiles(); err != nil {
-		return err
-	}
-	if _, err := n.startProcess("kubelet", filepath.Join(c.cfg.Bin, "kubelet"),
-		"--config="+filepath.Join(n.dir(), "kubelet.yaml"),
-		"--kubeconfig="+filepath.Join(n.dir(), kubeadmconstants.KubeletKubeConfigFileName),
-		"--hostname-override="+n.Name,
-		"--node-ip="+n.IP.String(),
-		"--root-dir="+n.kubeletRoot(),
-		"--v=2",
-	); err != nil {
-		return err
-	}
-	if err := n.writeKubeProxyFiles(); err != nil {
-		return err
-	}
-	_, err = n.startProcess("kube-proxy", filepath.Join(c.cfg.Bin, "kube-proxy"),
-		"--config="+filepath.Join(n.dir(), "kube-proxy.yaml"), "--v=2")
-	return err
+	return n.importImages(ctx, c.cfg.Images)
 }
 
 func (n *Node) startProcess(component, binary string, args ...string) (*process.Process, error) {
