@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -386,6 +387,25 @@ func waitForAPIServer(ctx context.Context, p *process.Process, cfg *kubeadmapi.I
 	admin, err := kubeconfigphase.EnsureAdminClusterRoleBinding(dir, &cfg.LocalAPIEndpoint, nil)
 	if err != nil {
 		return nil, fmt.Errorf("binding admin.conf's group to cluster-admin: %w", err)
+	}
+	// The RBAC authorizer sees the new binding through its informer, a few
+	// milliseconds later; until then admin.conf is forbidden everything
+	// (kubeadm's later phases retry; our next calls would not).
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "*", Group: "*", Resource: "*"},
+	}}
+	err = p.WaitUntil(ctx, 30*time.Second, func(ctx context.Context) error {
+		r, err := admin.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if !r.Status.Allowed {
+			return fmt.Errorf("admin.conf is not yet cluster-admin: %s", r.Status.Reason)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return admin, nil
 }

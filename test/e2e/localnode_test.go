@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -285,102 +284,17 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-psp-range
 	compareHost(t, before, hostSnapshot(t))
 }
 
-// localNodes is a running `local-up -nodes n` of a test.
-type localNodes struct {
-	cmd                  *exec.Cmd
-	dir, bin, kubeconfig string
-	rest                 chan string // what it prints after its ready message
-}
-
-// startLocalNodes starts local-up with n nodes on free ports and waits for
-// its ready message. Without root or the images it skips the test.
-func startLocalNodes(t *testing.T, n int, args ...string) *localNodes {
+// startLocalNodes starts local-up with n nodes (see startLocalUp).
+// Without root or the images it skips the test.
+func startLocalNodes(t *testing.T, n int, args ...string) *localUp {
 	t.Helper()
 	images := os.Getenv("TURNSTILE_NODE_IMAGES")
 	if images == "" || os.Geteuid() != 0 {
 		t.Skip("needs root and TURNSTILE_NODE_IMAGES (the image tarballs); `make test-node` runs it")
 	}
-	localUp, err := framework.Binary("local-up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lu := &localNodes{dir: t.TempDir(), bin: filepath.Dir(localUp), rest: make(chan string, 1)}
-	lu.kubeconfig = filepath.Join(lu.dir, "admin.conf")
-	var free []string
-	for range 3 {
-		p, err := framework.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		free = append(free, fmt.Sprint(p))
-	}
-	lu.cmd = exec.Command(localUp, append([]string{"-dir", lu.dir, "-bin", lu.bin, "-images", images, "-nodes", fmt.Sprint(n),
-		"-port", free[0], "-controller-manager-port", free[1], "-scheduler-port", free[2],
-		"-admission-config", "../../examples/admission/admission-config.yaml"}, args...)...)
-	stdout, err := lu.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lu.cmd.Stderr = lu.cmd.Stdout
-	if err := lu.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if lu.cmd.ProcessState == nil {
-			_ = lu.cmd.Process.Signal(os.Interrupt)
-			_ = lu.cmd.Wait()
-		}
-	})
-	began := time.Now()
-	var output strings.Builder
-	lines := bufio.NewScanner(stdout)
-	for !strings.Contains(output.String(), "Ctrl-C stops it") {
-		if !lines.Scan() {
-			t.Fatalf("local-up ended before it was ready:\n%s\nlogs: %s", output.String(), tailLogs(lu.dir))
-		}
-		output.WriteString(lines.Text() + "\n")
-	}
-	t.Logf("local-up with %d node(s) ready in %s", n, time.Since(began).Round(100*time.Millisecond))
-	go func() {
-		var b strings.Builder
-		for lines.Scan() {
-			b.WriteString(lines.Text() + "\n")
-		}
-		lu.rest <- b.String()
-	}()
+	lu := startLocalUp(t, append([]string{"-images", images, "-nodes", fmt.Sprint(n)}, args...)...)
+	t.Logf("local-up with %d node(s) ready in %s", n, lu.took.Round(100*time.Millisecond))
 	return lu
-}
-
-func (lu *localNodes) kubectl(args ...string) (string, error) {
-	out, err := exec.Command(filepath.Join(lu.bin, "kubectl"), append([]string{"--kubeconfig", lu.kubeconfig}, args...)...).CombinedOutput()
-	return string(out), err
-}
-
-func (lu *localNodes) mustKubectl(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := lu.kubectl(args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
-
-// interrupt is Ctrl-C: local-up must stop cleanly within three minutes.
-func (lu *localNodes) interrupt(t *testing.T) {
-	t.Helper()
-	if err := lu.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- lu.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if tail := <-lu.rest; err != nil {
-			t.Fatalf("local-up did not stop cleanly on Ctrl-C: %v\n%s", err, tail)
-		}
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("local-up still running 3 minutes after Ctrl-C")
-	}
 }
 
 // compareHost reports every part of the host that differs.

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,82 +29,128 @@ import (
 // through admin.conf, controllers and scheduler act, a second run is
 // refused, and Ctrl-C stops everything cleanly.
 func TestLocalUp(t *testing.T) {
-	localUp, err := framework.Binary("local-up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	binDir := filepath.Dir(localUp)
-	port, err := framework.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	args := []string{
-		"-dir", dir, "-bin", binDir, "-port", fmt.Sprint(port),
-		"-admission-config", "../../examples/admission/admission-config.yaml",
-		"-admission-plugins", "EventRateLimit,PodNodeSelector,PodTolerationRestriction",
-	}
-	cmd := exec.Command(localUp, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
-	began := time.Now()
-	var output strings.Builder
-	lines := bufio.NewScanner(stdout)
-	for !strings.Contains(output.String(), "Ctrl-C stops it.") {
-		if !lines.Scan() {
-			t.Fatalf("local-up ended before it was ready:\n%s\nlogs: %s", output.String(), tailLogs(dir))
-		}
-		output.WriteString(lines.Text() + "\n")
-	}
-	t.Logf("local-up ready in %s", time.Since(began).Round(10*time.Millisecond))
-	go func() { // keep draining, so local-up never blocks on a full pipe
-		for lines.Scan() {
-		}
-	}()
-	for _, want := range []string{"kubeconfig: " + filepath.Join(dir, "admin.conf"), "get namespaces", "create deployment web", "auth can-i"} {
-		if !strings.Contains(output.String(), want) {
-			t.Errorf("local-up's ready message lacks %q:\n%s", want, output.String())
+	lu := startLocalUp(t, "-admission-plugins", "EventRateLimit,PodNodeSelector,PodTolerationRestriction")
+	t.Logf("local-up ready in %s", lu.took.Round(10*time.Millisecond))
+	for _, want := range []string{"kubeconfig: " + lu.kubeconfig, "get namespaces", "create deployment web", "auth can-i"} {
+		if !strings.Contains(lu.output, want) {
+			t.Errorf("local-up's ready message lacks %q:\n%s", want, lu.output)
 		}
 	}
 	for _, file := range []string{"pki/ca.crt", "pki/apiserver.crt", "pki/front-proxy-ca.crt", "pki/front-proxy-client.crt", "pki/sa.key", "pki/sa.pub",
 		"admin.conf", "controller-manager.conf", "scheduler.conf"} {
-		if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+		if _, err := os.Stat(filepath.Join(lu.dir, file)); err != nil {
 			t.Errorf("kubeadm layout: %v", err)
 		}
 	}
 
-	config, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.conf"))
+	config, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := kubernetes.NewForConfigOrDie(config)
 	checkLocalControlPlane(t, c)
 
-	second, err := exec.Command(localUp, args...).CombinedOutput()
-	if !strings.Contains(string(second), "a local control plane is already running from "+dir) {
+	second, err := exec.Command(lu.cmd.Path, lu.cmd.Args[1:]...).CombinedOutput()
+	if !strings.Contains(string(second), "a local control plane is already running from "+lu.dir) {
 		t.Errorf("a second local-up was not refused (%v):\n%s", err, second)
 	}
+	lu.interrupt(t)
+}
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+// localUp is a test's running hack/local-up.
+type localUp struct {
+	cmd                  *exec.Cmd
+	dir, bin, kubeconfig string
+	output               string        // what it printed up to its ready message
+	took                 time.Duration // until the ready message
+	rest                 chan string   // what it prints after its ready message
+}
+
+// startLocalUp starts local-up on free ports with the example
+// AdmissionConfiguration and args, and waits for its ready message.
+func startLocalUp(t *testing.T, args ...string) *localUp {
+	t.Helper()
+	binary, err := framework.Binary("local-up")
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
+	lu := &localUp{dir: t.TempDir(), bin: filepath.Dir(binary), rest: make(chan string, 1)}
+	lu.kubeconfig = filepath.Join(lu.dir, "admin.conf")
+	var free []string
+	for range 3 {
+		p, err := framework.FreePort()
 		if err != nil {
-			t.Errorf("local-up did not stop cleanly on Ctrl-C: %v\nlogs: %s", err, tailLogs(dir))
+			t.Fatal(err)
 		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("local-up still running two minutes after Ctrl-C")
+		free = append(free, fmt.Sprint(p))
+	}
+	lu.cmd = exec.Command(binary, append([]string{"-dir", lu.dir, "-bin", lu.bin,
+		"-port", free[0], "-controller-manager-port", free[1], "-scheduler-port", free[2],
+		"-admission-config", "../../examples/admission/admission-config.yaml"}, args...)...)
+	stdout, err := lu.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lu.cmd.Stderr = lu.cmd.Stdout
+	if err := lu.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if lu.cmd.ProcessState == nil {
+			_ = lu.cmd.Process.Signal(os.Interrupt)
+			_ = lu.cmd.Wait()
+		}
+	})
+	began := time.Now()
+	var output strings.Builder
+	lines := bufio.NewScanner(stdout)
+	for !strings.Contains(output.String(), "Ctrl-C stops it") {
+		if !lines.Scan() {
+			// The logs first: CI shows a failure's last lines, which must say why.
+			t.Fatalf("logs: %s\nlocal-up ended before it was ready:\n%s", tailLogs(lu.dir), output.String())
+		}
+		output.WriteString(lines.Text() + "\n")
+	}
+	lu.output, lu.took = output.String(), time.Since(began)
+	go func() { // keep draining, so local-up never blocks on a full pipe
+		var b strings.Builder
+		for lines.Scan() {
+			b.WriteString(lines.Text() + "\n")
+		}
+		lu.rest <- b.String()
+	}()
+	return lu
+}
+
+func (lu *localUp) kubectl(args ...string) (string, error) {
+	out, err := exec.Command(filepath.Join(lu.bin, "kubectl"), append([]string{"--kubeconfig", lu.kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func (lu *localUp) mustKubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := lu.kubectl(args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// interrupt is Ctrl-C: local-up must stop cleanly within three minutes.
+func (lu *localUp) interrupt(t *testing.T) {
+	t.Helper()
+	if err := lu.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- lu.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if tail := <-lu.rest; err != nil {
+			t.Fatalf("local-up did not stop cleanly on Ctrl-C: %v\n%s\nlogs: %s", err, tail, tailLogs(lu.dir))
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("local-up still running 3 minutes after Ctrl-C")
 	}
 }
 
