@@ -35,7 +35,9 @@ ALLOW_DIRTY ?=
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
 ADMISSION_PLUGINS ?=
 # Real worker nodes for `make run` (root only), and the control plane's ports.
+# E2E_IMAGES=1 has the nodes import the e2e framework's images too (make e2e-images).
 NODES ?= 0
+E2E_IMAGES ?=
 PORT ?= 6443
 CONTROLLER_MANAGER_PORT ?= 10257
 SCHEDULER_PORT ?= 10259
@@ -44,7 +46,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench run node-deps control-plane-images clean-local test test-unit test-e2e test-ha test-node test-mutation verify clean FORCE
+.PHONY: help build tools image release bench run node-deps control-plane-images e2e-images clean-local test test-unit test-e2e test-ha test-node test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -73,9 +75,10 @@ bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstil
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./pkg/... ./plugin/...) | grep -E '^(Benchmark|goos|cpu|pkg)' > _output/bench/micro.txt
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -out _output/bench -micro _output/bench/micro.txt
 
-run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) ## Local control plane on embedded etcd, NODES=n real nodes (root); state in _output/local.
+run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images); state in _output/local.
 	$(BIN)/local-up -dir _output/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) \
-		-port $(PORT) -controller-manager-port $(CONTROLLER_MANAGER_PORT) -scheduler-port $(SCHEDULER_PORT)
+		-port $(PORT) -controller-manager-port $(CONTROLLER_MANAGER_PORT) -scheduler-port $(SCHEDULER_PORT) \
+		$(if $(E2E_IMAGES),-e2e-images $(E2E_IMAGES_DIR)/e2e.tar)
 
 # What real nodes need: Debian's containerd, runc, CNI plugins, iptables
 # (kube-proxy) and nftables (the guard), the kubelet and kube-proxy, images.
@@ -115,7 +118,28 @@ KUBERNETES_DIR   = $$($(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)
 .PHONY: node-images
 node-images: $(BIN)/pause $(BIN)/agnhost $(BIN)/coredns $(BIN)/nodeimages ## Images a local node needs (pause, busybox, agnhost, CoreDNS) as docker archives in _output/images/node.
 	hack/install-package.sh /bin/busybox busybox-static
+	hack/install-package.sh /bin/bash-static bash-static
 	$(BIN)/nodeimages -out $(NODE_IMAGES_DIR) -bin $(BIN) -kubernetes "$(KUBERNETES_DIR)"
+
+# The rest of the images upstream's e2e framework runs, in one archive
+# (build/oci.E2EImages), on a Debian root file system that mmdebstrap makes
+# from Debian's packages (kept, and made again only when its package list
+# changes), with their Go binaries from test/images/go.mod's tool lines.
+E2E_IMAGES_DIR := _output/images/e2e
+E2E_IMAGE_BINARIES := nnp sample-apiserver resource-consumer consume-cpu regression-issue-74839
+IMAGE_TOOL_nnp                    := k8s.io/kubernetes/test/images/nonewprivs
+IMAGE_TOOL_sample-apiserver       := k8s.io/sample-apiserver
+IMAGE_TOOL_resource-consumer      := k8s.io/kubernetes/test/images/resource-consumer
+IMAGE_TOOL_consume-cpu            := k8s.io/kubernetes/test/images/resource-consumer/consume-cpu
+IMAGE_TOOL_regression-issue-74839 := k8s.io/kubernetes/test/images/regression-issue-74839
+
+.PHONY: e2e-images
+e2e-images: node-images control-plane-images $(addprefix $(BIN)/,$(E2E_IMAGE_BINARIES)) ## The rest of the e2e framework's images (nginx, kitten, nonroot, ...: a Debian root file system) in _output/images/e2e; needs root.
+	hack/install-package.sh mmdebstrap mmdebstrap
+	$(BIN)/nodeimages -e2e -out $(E2E_IMAGES_DIR) -bin $(BIN) -kubernetes "$(KUBERNETES_DIR)"
+
+$(addprefix $(BIN)/,$(E2E_IMAGE_BINARIES)): FORCE
+	$(GO) build -C test/images -trimpath -ldflags "-s -w" -o $(CURDIR)/$@ $(IMAGE_TOOL_$(notdir $@))
 
 $(BIN)/nodeimages: FORCE
 	$(GO) build -trimpath -o $@ ./build/nodeimages
@@ -139,10 +163,14 @@ $(BIN)/agnhost: FORCE
 	$(GO) build -C test/images -trimpath -ldflags "-w -X 'main.Version=$$version'" -o $(CURDIR)/$@ k8s.io/kubernetes/test/images/agnhost
 
 # As CoreDNS's Makefile builds it, stamped with the release's commit, which
-# the module proxy records.
+# the module proxy records, with the plugins build/coredns/main.go lists; at
+# the version kubeadm deploys, or it says which to pin.
 $(BIN)/coredns: FORCE
-	commit=$$(cd build/coredns && $(GO) mod download -json "github.com/coredns/coredns@$$($(GO) list -m -f '{{.Version}}' github.com/coredns/coredns)" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)",*$$/\1/p'); \
-	$(GO) build -C build/coredns -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$${commit:0:7}" -o $(CURDIR)/$@ github.com/coredns/coredns
+	want=$$(sed -n 's/^\tCoreDNSVersion = "\(.*\)"$$/\1/p' "$(KUBERNETES_DIR)/cmd/kubeadm/app/constants/constants.go"); \
+	have=$$(cd build/coredns && $(GO) list -m -f '{{.Version}}' github.com/coredns/coredns); \
+	[[ -n $$want && $$want == "$$have" ]] || { echo "coredns: build/coredns/go.mod has CoreDNS $$have, kubeadm deploys '$$want': go get -C build/coredns github.com/coredns/coredns@$$want" >&2; exit 1; }; \
+	commit=$$(cd build/coredns && $(GO) mod download -json "github.com/coredns/coredns@$$have" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)",*$$/\1/p'); \
+	$(GO) build -C build/coredns -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$${commit:0:7}" -o $(CURDIR)/$@ .
 # <<< node images
 
 test: verify test-unit test-e2e ## Verify, then unit, e2e, HA and real-node tests (HA and nodes as root only). CI runs this.
@@ -167,6 +195,11 @@ test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up nod
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/_output/images/kube-apiserver-*.tar | head -1) \
 		$(GO) test -count=1 -timeout 20m -v -run '^Test(LocalNodes|KubeadmInitForReal)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+
+test-e2e-images: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-deps e2e-images ## The e2e framework's images on a real node, as root: each runs under its name, nothing pulled, and does what the specs use it for.
+	if [[ $$(id -u) -ne 0 ]]; then echo "test-e2e-images: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) TURNSTILE_E2E_IMAGES=$(CURDIR)/$(E2E_IMAGES_DIR)/e2e.tar \
+		$(GO) test -count=1 -timeout 20m -v -run '^TestE2EImages$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 # kubeadm's kube-controller-manager, kube-scheduler and etcd images, from our
 # builds of them, for a real `kubeadm init` (the apiserver's is `make image`).

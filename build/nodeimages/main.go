@@ -8,11 +8,18 @@
 //
 // where -bin holds pause, agnhost and coredns, and DIR is the
 // k8s.io/kubernetes module's directory (agnhost's porter certificate).
-// Busybox is Debian's busybox-static.
+// Busybox is Debian's busybox-static, with Debian's bash-static as sh.
 //
-// An image whose inputs (files, their modes and contents, the config, this
-// program) are those of its last build is not written again: the sha256 of
-// the inputs is kept next to the tarball, in NAME.tar.inputs.
+// With -control-plane it also writes kubeadm's control-plane images
+// (oci.ControlPlaneImages); with -e2e, the rest of the images upstream's e2e
+// framework runs (oci.E2EImages) into one archive, on a Debian root file
+// system that mmdebstrap makes from Debian's packages (make e2e-images).
+//
+// An archive whose inputs (files, their modes and contents, the configs,
+// this program) are those of its last build is not written again: the
+// sha256 of the inputs is kept next to the tarball, in NAME.tar.inputs. The
+// Debian root file system is kept as debian-KEY.tar, KEY being the sha256 of
+// what mmdebstrap is asked for.
 package main
 
 import (
@@ -44,10 +51,8 @@ const envPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 // wget runs busybox wget under busybox timeout instead of giving it -T:
 // Debian's busybox 1.35 wget crashes (SIGSEGV) on -T N when it cannot
-// connect, and e2e tests call `wget -T N`. It only takes effect when wget
-// is exec'd (a container's command, /bin/wget, env wget): busybox's ash is
-// built standalone (FEATURE_SH_STANDALONE), so `sh -c 'wget ...'` runs the
-// wget applet itself, whatever PATH holds.
+// connect, and e2e tests call `wget -T N`, in commands and in `sh -c`.
+// Both find this script on the PATH: sh is bash, which has no applets.
 const wget = `#!/bin/sh
 # Debian's busybox 1.35 wget crashes on -T N: run it under timeout N instead.
 timeout=
@@ -82,18 +87,22 @@ exec /bin/busybox wget "$@"
 `
 
 type spec struct {
-	image  oci.NodeImage
+	image oci.NodeImage
+	// rootfs, when set, is a root file system tarball, the bottom layer.
+	rootfs string
 	layers [][]oci.Entry
 	config oci.Config
 }
 
 func main() {
 	out := flag.String("out", "_output/images/node", "directory for the tarballs")
-	bin := flag.String("bin", "_output/bin", "directory holding pause, agnhost and coredns")
+	bin := flag.String("bin", "_output/bin", "directory holding pause, agnhost and coredns (and, with -e2e, the e2e images' binaries)")
 	kubernetes := flag.String("kubernetes", "", "the k8s.io/kubernetes module's directory (go list -m -f '{{.Dir}}' k8s.io/kubernetes)")
 	busybox := flag.String("busybox", "/bin/busybox", "a static busybox (Debian's busybox-static)")
+	bash := flag.String("bash", "/bin/bash-static", "a static bash, busybox's sh (Debian's bash-static)")
 	version := flag.String("kubernetes-version", "", "with -control-plane, the version kubeadm names the control-plane images after (v1.36.3)")
 	controlPlane := flag.Bool("control-plane", false, "also write kubeadm's kube-controller-manager, kube-scheduler and etcd images from the binaries in -bin")
+	e2e := flag.Bool("e2e", false, "write the rest of the e2e framework's images instead, into -out/"+oci.E2EImageArchive+" (needs mmdebstrap and Debian's package mirror)")
 	flag.Parse()
 	if !*controlPlane {
 		*version = ""
@@ -101,17 +110,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "nodeimages: -control-plane needs -kubernetes-version")
 		os.Exit(2)
 	}
-	if err := run(os.Stdout, *out, *bin, *kubernetes, *busybox, *version); err != nil {
+	var err error
+	if *e2e {
+		err = runE2E(os.Stdout, *out, *bin, *kubernetes, *busybox, *bash)
+	} else {
+		err = run(os.Stdout, *out, *bin, *kubernetes, *busybox, *bash, *version)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "nodeimages: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, out, bin, kubernetes, busybox, controlPlaneVersion string) error {
+func run(w io.Writer, out, bin, kubernetes, busybox, bash, controlPlaneVersion string) error {
 	if kubernetes == "" {
 		return fmt.Errorf("-kubernetes is required: the k8s.io/kubernetes module's directory")
 	}
-	specs, err := specs(bin, kubernetes, busybox)
+	specs, err := specs(bin, kubernetes, busybox, bash)
 	if err != nil {
 		return err
 	}
@@ -122,6 +137,12 @@ func run(w io.Writer, out, bin, kubernetes, busybox, controlPlaneVersion string)
 		}
 		specs = append(specs, cp...)
 	}
+	return buildAll(w, out, specs)
+}
+
+// buildAll writes each archive of specs: the images of one tarball go into
+// it together.
+func buildAll(w io.Writer, out string, specs []spec) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -129,46 +150,79 @@ func run(w io.Writer, out, bin, kubernetes, busybox, controlPlaneVersion string)
 	if err != nil {
 		return err
 	}
+	var order []string
+	byTarball := map[string][]spec{}
 	for _, s := range specs {
-		if err := build(w, out, self, s); err != nil {
-			return fmt.Errorf("%s: %w", s.image.Name, err)
+		if byTarball[s.image.Tarball] == nil {
+			order = append(order, s.image.Tarball)
+		}
+		byTarball[s.image.Tarball] = append(byTarball[s.image.Tarball], s)
+	}
+	for _, tarball := range order {
+		if err := build(w, filepath.Join(out, tarball), self, byTarball[tarball]); err != nil {
+			return fmt.Errorf("%s: %w", tarball, err)
 		}
 	}
 	return nil
 }
 
-// build writes s's tarball unless its inputs are those of the last build.
-func build(w io.Writer, out, self string, s spec) error {
+// build writes the archive at tarball holding group's images, unless its
+// inputs are those of the last build.
+func build(w io.Writer, tarball, self string, group []spec) error {
 	start := time.Now()
-	tarball := filepath.Join(out, s.image.Tarball)
-	key, err := inputsKey(self, s)
+	name := strings.TrimSuffix(filepath.Base(tarball), ".tar")
+	key, err := inputsKey(self, group)
 	if err != nil {
 		return err
 	}
 	stamp := tarball + ".inputs"
 	if old, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(old)) == key {
 		if _, err := os.Stat(tarball); err == nil {
-			fmt.Fprintf(w, "nodeimages: %-8s up to date  %s\n", s.image.Name, tarball)
+			fmt.Fprintf(w, "nodeimages: %-8s up to date  %s\n", name, tarball)
 			return nil
 		}
 	}
-	layers := make([]v1.Layer, len(s.layers))
-	for i, entries := range s.layers {
-		if layers[i], err = oci.Layer(entries, created); err != nil {
-			return err
+	images := map[string]v1.Image{}
+	var tags []string
+	// A layer built once is the same layer in every image that has it.
+	built := map[string]v1.Layer{}
+	for _, s := range group {
+		var layers []v1.Layer
+		if s.rootfs != "" {
+			if built[s.rootfs] == nil {
+				if built[s.rootfs], err = oci.TarLayer(s.rootfs); err != nil {
+					return err
+				}
+			}
+			layers = append(layers, built[s.rootfs])
 		}
-	}
-	img, err := oci.NewImage(s.config, layers...)
-	if err != nil {
-		return err
+		for _, entries := range s.layers {
+			d, err := oci.InputsDigest(entries)
+			if err != nil {
+				return err
+			}
+			if built[d] == nil {
+				if built[d], err = oci.Layer(entries, created); err != nil {
+					return err
+				}
+			}
+			layers = append(layers, built[d])
+		}
+		img, err := oci.NewImage(s.config, layers...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.image.Name, err)
+		}
+		for _, tag := range s.image.Tags {
+			images[tag] = img
+			tags = append(tags, tag)
+		}
 	}
 	// Remove the stamp first: a failed write must not leave an old
 	// tarball that looks up to date.
 	if err := os.Remove(stamp); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	id, err := oci.WriteDockerArchiveTags(tarball, img, s.image.Tags...)
-	if err != nil {
+	if err := oci.WriteDockerArchiveImages(tarball, images); err != nil {
 		return err
 	}
 	if err := os.WriteFile(stamp, []byte(key+"\n"), 0o644); err != nil {
@@ -178,25 +232,35 @@ func build(w io.Writer, out, self string, s spec) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "nodeimages: %-8s built       %s (%.1f MiB, %s, image ID %s) in %s\n", s.image.Name, tarball,
-		float64(fi.Size())/(1<<20), strings.Join(s.image.Tags, " "), id, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(w, "nodeimages: %-8s built       %s (%.1f MiB, %s) in %s\n", name, tarball,
+		float64(fi.Size())/(1<<20), strings.Join(tags, " "), time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
-// inputsKey is the sha256 of everything an image is built from.
-func inputsKey(self string, s spec) (string, error) {
+// inputsKey is the sha256 of everything an archive is built from.
+func inputsKey(self string, group []spec) (string, error) {
 	h := sha256.New()
-	cfg, err := json.Marshal(s.config)
-	if err != nil {
-		return "", err
-	}
-	fmt.Fprintf(h, "nodeimages %s\ntags %q\nconfig %s\n", self, s.image.Tags, cfg)
-	for _, entries := range s.layers {
-		d, err := oci.InputsDigest(entries)
+	fmt.Fprintf(h, "nodeimages %s\n", self)
+	for _, s := range group {
+		cfg, err := json.Marshal(s.config)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "layer %s\n", d)
+		fmt.Fprintf(h, "tags %q\nconfig %s\n", s.image.Tags, cfg)
+		if s.rootfs != "" {
+			d, err := oci.FileSHA256(s.rootfs)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(h, "rootfs %s\n", d)
+		}
+		for _, entries := range s.layers {
+			d, err := oci.InputsDigest(entries)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(h, "layer %s\n", d)
+		}
 	}
 	return fmt.Sprintf("%x", h.Sum(nil)), nil
 }
@@ -211,21 +275,18 @@ func selfDigest() (string, error) {
 	return oci.FileSHA256(exe)
 }
 
-func specs(bin, kubernetes, busybox string) ([]spec, error) {
+func specs(bin, kubernetes, busybox, bash string) ([]spec, error) {
 	byName := map[string]oci.NodeImage{}
 	for _, img := range oci.NodeImages() {
 		byName[img.Name] = img
 	}
-	for _, f := range []string{filepath.Join(bin, "pause"), filepath.Join(bin, "agnhost"), filepath.Join(bin, "coredns"), busybox} {
-		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("%w (make node-images builds the binaries)", err)
-		}
+	if err := need(bin, "pause", "agnhost", "coredns"); err != nil {
+		return nil, err
 	}
-	busyboxLayer, err := busyboxEntries(busybox)
+	busyboxLayer, err := busyboxEntries(busybox, bash)
 	if err != nil {
 		return nil, err
 	}
-	porter := filepath.Join(kubernetes, "test", "images", "agnhost", "porter")
 	return []spec{{
 		// build/pause/Dockerfile: FROM scratch, /pause, USER 65535:65535.
 		image:  byName["pause"],
@@ -239,22 +300,14 @@ func specs(bin, kubernetes, busybox string) ([]spec, error) {
 		// test/images/agnhost/Dockerfile, without its Alpine tools, the
 		// CoreDNS 1.6.2 it downloads and the fake registry's images.
 		image: byName["agnhost"],
-		layers: [][]oci.Entry{busyboxLayer, {
-			oci.FileFrom("agnhost", 0o755, filepath.Join(bin, "agnhost")),
-			// The entrypoint-tester tests override the entrypoint with it.
-			oci.Symlink("agnhost-2", "agnhost"),
-			// netexec's uploads.
-			oci.Dir("uploads", 0o755),
-			// porter's TLS server.
-			oci.FileFrom("localhost.crt", 0o644, filepath.Join(porter, "localhost.crt")),
-			oci.FileFrom("localhost.key", 0o644, filepath.Join(porter, "localhost.key")),
-			// The SupplementalGroups test's user and group defined in the image.
+		layers: [][]oci.Entry{busyboxLayer, append(agnhostEntries(bin, kubernetes),
+			// The SupplementalGroups test's user and group defined in the
+			// image (the Debian one's come from useradd).
 			oci.File("etc/passwd", 0o644, []byte(passwd+"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n")),
 			oci.File("etc/group", 0o644, []byte(group+"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n")),
-			{Path: "home/user-defined-in-image", Mode: fs.ModeDir | 0o755, UID: 1000, GID: 1000},
-		}},
-		config: oci.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: []string{envPath},
-			ExposedPorts: []string{"80/tcp", "8080/tcp", "8081/tcp", "9376/tcp", "5000/tcp"}, Created: created},
+			oci.Entry{Path: "home/user-defined-in-image", Mode: fs.ModeDir | 0o755, UID: 1000, GID: 1000},
+		)},
+		config: agnhostConfig,
 	}, {
 		// As upstream's CoreDNS image: static, distroless nonroot (65532).
 		image: byName["coredns"],
@@ -269,6 +322,35 @@ func specs(bin, kubernetes, busybox string) ([]spec, error) {
 			ExposedPorts: []string{"53/tcp", "53/udp"}, Created: created},
 	}}, nil
 }
+
+// need checks that bin holds the binaries, saying what builds them.
+func need(bin string, binaries ...string) error {
+	for _, b := range binaries {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			return fmt.Errorf("%w (make node-images and make e2e-images build the binaries)", err)
+		}
+	}
+	return nil
+}
+
+// agnhostEntries are agnhost's own files, as test/images/agnhost/Dockerfile
+// adds them.
+func agnhostEntries(bin, kubernetes string) []oci.Entry {
+	porter := filepath.Join(kubernetes, "test", "images", "agnhost", "porter")
+	return []oci.Entry{
+		oci.FileFrom("agnhost", 0o755, filepath.Join(bin, "agnhost")),
+		// The entrypoint-tester tests override the entrypoint with it.
+		oci.Symlink("agnhost-2", "agnhost"),
+		// netexec's uploads.
+		oci.Dir("uploads", 0o755),
+		// porter's TLS server.
+		oci.FileFrom("localhost.crt", 0o644, filepath.Join(porter, "localhost.crt")),
+		oci.FileFrom("localhost.key", 0o644, filepath.Join(porter, "localhost.key")),
+	}
+}
+
+var agnhostConfig = oci.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: []string{envPath},
+	ExposedPorts: []string{"80/tcp", "8080/tcp", "8081/tcp", "9376/tcp", "5000/tcp"}, Created: created}
 
 // controlPlaneSpecs are kubeadm's control-plane images other than the
 // apiserver: each binary FROM scratch in /usr/local/bin, on the PATH, as
@@ -295,18 +377,22 @@ const (
 )
 
 // busyboxEntries is a busybox userland: every applet a symbolic link in
-// /bin, sh being busybox's ash, and wget the wrapper above.
-func busyboxEntries(busybox string) ([]oci.Entry, error) {
-	// Debian's busybox package is dynamically linked, and the images have
-	// no libc: only busybox-static will do.
-	f, err := elf.Open(busybox)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return nil, fmt.Errorf("%s is dynamically linked: install Debian's busybox-static", busybox)
+// /bin, wget the wrapper above, and sh a static bash. Busybox's ash drops
+// environment variables whose names are not shell identifiers (data-1),
+// which the e2e framework's envFrom specs set; bash keeps them.
+func busyboxEntries(busybox, bash string) ([]oci.Entry, error) {
+	// Debian's busybox and bash packages are dynamically linked, and the
+	// images have no libc: only the -static ones will do.
+	for _, bin := range []struct{ path, pkg string }{{busybox, "busybox-static"}, {bash, "bash-static"}} {
+		f, err := elf.Open(bin.path)
+		if err != nil {
+			return nil, fmt.Errorf("%w (Debian's %s)", err, bin.pkg)
+		}
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				return nil, fmt.Errorf("%s is dynamically linked: install Debian's %s", bin.path, bin.pkg)
+			}
 		}
 	}
 	list, err := exec.Command(busybox, "--list").Output()
@@ -315,6 +401,8 @@ func busyboxEntries(busybox string) ([]oci.Entry, error) {
 	}
 	entries := []oci.Entry{
 		oci.FileFrom("bin/busybox", 0o755, busybox),
+		oci.FileFrom("bin/bash", 0o755, bash),
+		oci.Symlink("bin/sh", "bash"),
 		oci.File("bin/wget", 0o755, []byte(wget)),
 		oci.File("etc/passwd", 0o644, []byte(passwd)),
 		oci.File("etc/group", 0o644, []byte(group)),
@@ -327,19 +415,19 @@ func busyboxEntries(busybox string) ([]oci.Entry, error) {
 		oci.Dir("home", 0o755),
 	}
 	applets := strings.Fields(string(list))
-	hasSh := false
+	hasAsh := false
 	for _, a := range applets {
 		switch {
-		case a == "busybox" || a == "wget":
+		case a == "busybox" || a == "wget" || a == "sh" || a == "bash":
 			continue
 		case strings.Contains(a, "/"):
 			return nil, fmt.Errorf("%s --list: applet %q", busybox, a)
 		}
-		hasSh = hasSh || a == "sh"
+		hasAsh = hasAsh || a == "ash"
 		entries = append(entries, oci.Symlink("bin/"+a, "busybox"))
 	}
-	if !hasSh || len(applets) < 100 {
-		return nil, fmt.Errorf("%s --list: %d applets, sh among them: %v", busybox, len(applets), hasSh)
+	if !hasAsh || len(applets) < 100 {
+		return nil, fmt.Errorf("%s --list: %d applets, ash among them: %v", busybox, len(applets), hasAsh)
 	}
 	return entries, nil
 }

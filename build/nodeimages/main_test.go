@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/turnstile-k8s/turnstile/build/oci"
 )
 
 // The wrapper drops -T N (in its three spellings) and runs wget under
@@ -42,12 +47,9 @@ func TestWgetWrapper(t *testing.T) {
 
 // A second run writes nothing; changing one input rebuilds that image only.
 func TestRunSkipsUnchangedImages(t *testing.T) {
-	busybox := "/bin/busybox"
-	if _, err := exec.Command(busybox, "--list").Output(); err != nil {
-		t.Skipf("no busybox: %v (Debian's busybox-static)", err)
-	}
-	if _, err := busyboxEntries(busybox); err != nil {
-		t.Skip(err)
+	busybox, bash := "/bin/busybox", "/bin/bash-static"
+	if _, err := busyboxEntries(busybox, bash); err != nil {
+		t.Skipf("%v (make node-images installs them)", err)
 	}
 	tmp := t.TempDir()
 	bin, kube, out := filepath.Join(tmp, "bin"), filepath.Join(tmp, "kubernetes"), filepath.Join(tmp, "images")
@@ -66,7 +68,7 @@ func TestRunSkipsUnchangedImages(t *testing.T) {
 	runOnce := func() string {
 		t.Helper()
 		var buf bytes.Buffer
-		if err := run(&buf, out, bin, kube, busybox, ""); err != nil {
+		if err := run(&buf, out, bin, kube, busybox, bash, ""); err != nil {
 			t.Fatal(err)
 		}
 		return buf.String()
@@ -91,5 +93,87 @@ func TestRunSkipsUnchangedImages(t *testing.T) {
 	}
 	if fourth := runOnce(); !strings.Contains(fourth, "pause    built") {
 		t.Fatalf("after removing pause.tar:\n%s", fourth)
+	}
+}
+
+// The e2e images: one archive with every name, the Debian root file system
+// in it once, rebuilt only when an input changes.
+func TestE2EImagesShareOneArchive(t *testing.T) {
+	busybox, bash := "/bin/busybox", "/bin/bash-static"
+	if _, err := busyboxEntries(busybox, bash); err != nil {
+		t.Skipf("%v (make node-images installs them)", err)
+	}
+	tmp := t.TempDir()
+	bin, kube, out := filepath.Join(tmp, "bin"), filepath.Join(tmp, "kubernetes"), filepath.Join(tmp, "images")
+	files := []string{
+		filepath.Join(kube, "test", "images", "agnhost", "porter", "localhost.crt"), filepath.Join(kube, "test", "images", "agnhost", "porter", "localhost.key"),
+		filepath.Join(kube, "test", "images", "kitten", "html", "kitten.jpg"), filepath.Join(kube, "test", "images", "kitten", "html", "data.json"),
+		filepath.Join(kube, "test", "images", "nautilus", "html", "nautilus.jpg"), filepath.Join(kube, "test", "images", "nautilus", "html", "data.json"),
+	}
+	for _, b := range e2eBinaries {
+		files = append(files, filepath.Join(bin, b))
+	}
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(filepath.Base(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A made-up root file system where mmdebstrap's would be.
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rootfs, err := os.Create(debianRootfsPath(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oci.LayerTar(rootfs, []oci.Entry{oci.File("etc/debian_version", 0o644, []byte("12\n"))}, created); err != nil {
+		t.Fatal(err)
+	}
+	rootfs.Close()
+
+	var buf bytes.Buffer
+	if err := runE2E(&buf, out, bin, kube, busybox, bash); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "debian   up to date") || !strings.Contains(buf.String(), "e2e      built") {
+		t.Fatalf("first run:\n%s", buf.String())
+	}
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(filepath.Join(out, oci.E2EImageArchive)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, rootfsLayers := map[string]bool{}, map[string]bool{}
+	for _, d := range m {
+		for _, tag := range d.RepoTags {
+			tags[tag] = true
+		}
+		rootfsLayers[d.Layers[0]] = true
+	}
+	for _, img := range oci.E2EImages() {
+		for _, tag := range img.Tags {
+			if !tags[tag] {
+				t.Errorf("the archive lacks %s", tag)
+			}
+		}
+	}
+	// Two bottom layers: the Debian root file system and busybox.
+	if len(m) != len(oci.E2EImages()) || len(rootfsLayers) != 2 {
+		t.Errorf("%d images (want %d), %d distinct bottom layers (want 2)", len(m), len(oci.E2EImages()), len(rootfsLayers))
+	}
+	buf.Reset()
+	if err := runE2E(&buf, out, bin, kube, busybox, bash); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "e2e      up to date") {
+		t.Fatalf("second run:\n%s", buf.String())
+	}
+	if err := os.Remove(filepath.Join(bin, "nnp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := runE2E(&buf, out, bin, kube, busybox, bash); err == nil || !strings.Contains(err.Error(), "nnp") {
+		t.Errorf("without nnp: %v", err)
 	}
 }

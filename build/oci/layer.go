@@ -269,10 +269,8 @@ func NewImage(cfg Config, layers ...v1.Layer) (v1.Image, error) {
 }
 
 // WriteDockerArchiveTags writes img to path as one docker-archive tarball
-// that holds every name in refs (for example registry.k8s.io/pause:3.10.2):
-// `docker load` and `ctr images import` create all of them. It returns the
-// image ID, the config's digest. The file is written next to path and
-// renamed, so path is never a partial archive.
+// that holds every name in refs, as WriteDockerArchiveImages does. It
+// returns the image ID, the config's digest.
 func WriteDockerArchiveTags(path string, img v1.Image, refs ...string) (v1.Hash, error) {
 	if len(refs) == 0 {
 		return v1.Hash{}, fmt.Errorf("writing %s: no image name", path)
@@ -281,23 +279,45 @@ func WriteDockerArchiveTags(path string, img v1.Image, refs ...string) (v1.Hash,
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	tags := make(map[name.Reference]v1.Image, len(refs))
+	images := make(map[string]v1.Image, len(refs))
 	for _, r := range refs {
+		images[r] = img
+	}
+	return id, WriteDockerArchiveImages(path, images)
+}
+
+// TarLayer is an OCI layer (gzip) holding the uncompressed tar file at
+// path, for example a root filesystem that mmdebstrap wrote.
+func TarLayer(path string) (v1.Layer, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	return tarball.LayerFromFile(path, tarball.WithMediaType(types.OCILayer))
+}
+
+// WriteDockerArchiveImages writes images to path as one docker-archive tarball
+// that holds each under its name (for example registry.k8s.io/pause:3.10.2;
+// one image may have several), each layer once: `docker load` and `ctr
+// images import` create all of them. The file is written next to path and
+// renamed, so path is never a partial archive.
+func WriteDockerArchiveImages(path string, images map[string]v1.Image) error {
+	if len(images) == 0 {
+		return fmt.Errorf("writing %s: no image", path)
+	}
+	tags := make(map[name.Reference]v1.Image, len(images))
+	for r, img := range images {
 		tag, err := name.NewTag(r, name.StrictValidation)
 		if err != nil {
-			return v1.Hash{}, fmt.Errorf("image name %q: %w", r, err)
+			return fmt.Errorf("image name %q: %w", r, err)
 		}
 		tags[tag] = img
 	}
 	tmp := path + ".tmp"
 	if err := tarball.MultiRefWriteToFile(tmp, tags); err != nil {
 		os.Remove(tmp)
-		return v1.Hash{}, fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return v1.Hash{}, err
-	}
-	return id, nil
+	return os.Rename(tmp, path)
 }
 
 // FileSHA256 is a file's SHA-256, hex-encoded: how a tarball or a binary

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -201,5 +202,64 @@ func TestNewImageAndMultiTagArchive(t *testing.T) {
 	}
 	if _, err := WriteDockerArchiveTags(path, img, "Not A Name"); err == nil {
 		t.Error("a bad name was accepted")
+	}
+}
+
+// Two images over one root file system tarball: one archive, the shared
+// layer in it once, each image under its names.
+func TestArchiveOfImagesSharingATarLayer(t *testing.T) {
+	dir := t.TempDir()
+	rootfs := filepath.Join(dir, "rootfs.tar")
+	f, err := os.Create(rootfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := LayerTar(f, []Entry{File("etc/os-release", 0o644, []byte("ID=debian\n")), Dir("tmp", 0o1777)}, epoch); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	base, err := TarLayer(rootfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TarLayer(filepath.Join(dir, "missing.tar")); err == nil {
+		t.Error("TarLayer of a missing file: no error")
+	}
+	top, err := Layer([]Entry{File("nginx", 0o755, []byte("nginx"))}, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nginx, err := NewImage(Config{Cmd: []string{"nginx"}, Created: epoch}, base, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonroot, err := NewImage(Config{User: "1234", Created: epoch}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "e2e.tar")
+	if err := WriteDockerArchiveImages(path, map[string]v1.Image{
+		"registry.k8s.io/e2e-test-images/nginx:1.15-4": nginx, "registry.k8s.io/e2e-test-images/nginx:1.27-0": nginx,
+		"registry.k8s.io/e2e-test-images/nonroot:1.5": nonroot,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(path) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers := map[string]int{}
+	tags := 0
+	for _, d := range m {
+		tags += len(d.RepoTags)
+		for _, l := range d.Layers {
+			layers[l]++
+		}
+	}
+	if len(m) != 2 || tags != 3 || len(layers) != 2 {
+		t.Fatalf("manifest %+v: want 2 images, 3 names, 2 distinct layers", m)
+	}
+	if err := WriteDockerArchiveImages(path, nil); err == nil {
+		t.Error("an archive of no image: no error")
 	}
 }

@@ -53,6 +53,48 @@ func NodeImages() []NodeImage {
 	}
 }
 
+// e2eRegistry is upstream's e2e framework's registry for its test images
+// (test/utils/image: list.PromoterE2eRegistry).
+const e2eRegistry = "registry.k8s.io/e2e-test-images/"
+
+// E2EImageArchive is the one docker-archive, in the output directory (make
+// e2e-images: _output/images/e2e), that holds every E2EImages image: they
+// share one Debian root file system, which the archive holds once.
+const E2EImageArchive = "e2e.tar"
+
+// E2EImages are the rest of the images upstream's e2e framework runs
+// (`e2e.test --list-images`), by the names k8s.io/kubernetes/test/utils/image
+// gives them, for running its suites against local nodes: built by
+// build/nodeimages -e2e on a Debian root file system (mmdebstrap) where
+// upstream's are on Alpine or Debian, and imported after NodeImages, so that
+// their agnhost, which has the Debian tools the Services and DNS specs run
+// (nc -v -t, dig), replaces NodeImages' busybox-based one. Every image is in
+// the one archive E2EImageArchive. Not built: the images meant to fail to
+// pull (invalid.registry.k8s.io, the private registry's agnhost), the
+// node-perf workloads, the NFS and iSCSI volume servers and the AppArmor
+// loader (kernel features this machine's kernel lacks or that need a kernel
+// server), and sig-storage's CSI sidecars; docs/local-nodes.md says why.
+func E2EImages() []NodeImage {
+	image := func(name string, tags ...string) NodeImage {
+		return NodeImage{Name: name, Tags: tags, Tarball: E2EImageArchive}
+	}
+	return []NodeImage{
+		image("agnhost-debian", AgnhostImage, AgnhostPrevImage),
+		image("kitten", e2eRegistry+"kitten:1.8"),
+		image("nautilus", e2eRegistry+"nautilus:1.8"),
+		image("nginx", e2eRegistry+"nginx:1.15-4", e2eRegistry+"nginx:1.27-0"),
+		image("nonroot", e2eRegistry+"nonroot:1.5"),
+		image("nonewprivs", e2eRegistry+"nonewprivs:1.4"),
+		image("glibc-dns-testing", e2eRegistry+"glibc-dns-testing:2.0.0"),
+		image("perl", e2eRegistry+"perl:5.26"),
+		image("sample-apiserver", e2eRegistry+"sample-apiserver:1.29.2"),
+		image("resource-consumer", e2eRegistry+"resource-consumer:1.14"),
+		image("ipc-utils", e2eRegistry+"ipc-utils:1.4"),
+		image("regression-issue-74839", e2eRegistry+"regression-issue-74839:1.4"),
+		image("distroless-iptables", "registry.k8s.io/build-image/distroless-iptables:v0.9.6"),
+	}
+}
+
 // ControlPlaneImages are the images `kubeadm init` runs as static pods
 // next to the kube-apiserver (`make image` builds ours): upstream's
 // kube-controller-manager, kube-scheduler and etcd, built from go.mod's

@@ -44,4 +44,24 @@ func TestNodeImageNamesMatchUpstream(t *testing.T) {
 			t.Errorf("NodeImages lacks %s", name)
 		}
 	}
+	// Every E2EImages name is one the e2e framework runs, and each is built
+	// once, into the one archive.
+	upstreamNames := map[string]bool{}
+	for _, c := range upstream {
+		upstreamNames[c.GetE2EImage()] = true
+	}
+	for _, img := range E2EImages() {
+		if img.Name == "" || img.Tarball != E2EImageArchive || len(img.Tags) == 0 {
+			t.Errorf("%+v", img)
+		}
+		for _, tag := range img.Tags {
+			if !upstreamNames[tag] {
+				t.Errorf("E2EImages: the e2e framework runs no %s", tag)
+			}
+			if seen[tag] && tag != AgnhostImage && tag != AgnhostPrevImage {
+				t.Errorf("%s twice", tag)
+			}
+			seen[tag] = true
+		}
+	}
 }

@@ -58,6 +58,7 @@ func main() {
 
 type options struct {
 	dir, bin, admissionConfig, plugins, images, policies string
+	e2eImages                                            string
 	port, controllerManagerPort, schedulerPort           int
 	nodes                                                int
 }
@@ -73,10 +74,14 @@ func run() error {
 	flag.IntVar(&o.schedulerPort, "scheduler-port", kubeadmconstants.KubeSchedulerPort, "kube-scheduler's secure port on 127.0.0.1")
 	flag.IntVar(&o.nodes, "nodes", 0, "real worker nodes to run (needs root; see docs/local-nodes.md)")
 	flag.StringVar(&o.images, "images", "_output/images/node", "directory of the image tarballs the nodes import")
+	flag.StringVar(&o.e2eImages, "e2e-images", "", "the archive of the rest of the e2e framework's images (make e2e-images: _output/images/e2e/"+oci.E2EImageArchive+") for the nodes to import too, with the etcd image in -images")
 	flag.StringVar(&o.policies, "pod-security-policies", "examples/podsecuritypolicy", "directory of PodSecurityPolicies and their grants, applied when PodSecurityPolicy is enabled")
 	clean := flag.Bool("clean", false, "remove the state in -dir, and what a killed run's nodes left on the host, instead of running")
 	flag.Parse()
-	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images, &o.policies} {
+	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images, &o.policies, &o.e2eImages} {
+		if *p == "" {
+			continue
+		}
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err
@@ -105,6 +110,11 @@ func run() error {
 	if o.nodes > 0 {
 		for _, img := range oci.NodeImages() {
 			images = append(images, filepath.Join(o.images, img.Tarball))
+		}
+		if o.e2eImages != "" {
+			// The e2e framework's Aggregator spec runs the etcd image,
+			// which make control-plane-images builds for kubeadm.
+			images = append(images, filepath.Join(o.images, "etcd.tar"), o.e2eImages)
 		}
 		if err := localnode.CheckHost(localnode.Config{Bin: o.bin, Images: images}); err != nil {
 			return err

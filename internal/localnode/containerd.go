@@ -91,18 +91,22 @@ func (n *Node) writeContainerdConfig() error {
 
 // importImages imports every image tarball into the node's containerd, in
 // the namespace the CRI uses, so that the kubelet finds each image by its
-// exact name and never pulls. A tarball whose content was imported before
-// (by its digest, recorded next to the node's containerd root) is skipped.
+// exact name and never pulls. A later tarball's image replaces an earlier
+// one's of the same name. A tarball whose content was imported before (by
+// its digest, recorded next to the node's containerd root) is skipped,
+// unless an earlier one was just imported and may have replaced its names.
 func (n *Node) importImages(ctx context.Context, tarballs []string) error {
+	imported := false
 	for _, tarball := range tarballs {
 		sum, err := oci.FileSHA256(tarball)
 		if err != nil {
 			return err
 		}
 		stamp := filepath.Join(n.containerdRoot(), "imported-"+filepath.Base(tarball))
-		if prev, err := os.ReadFile(stamp); err == nil && string(prev) == sum {
+		if prev, err := os.ReadFile(stamp); !imported && err == nil && string(prev) == sum {
 			continue
 		}
+		imported = true
 		cmd := exec.CommandContext(ctx, "ctr", "--address", n.Socket(), "--namespace", "k8s.io",
 			"images", "import", "--platform", "linux/"+runtime.GOARCH, tarball)
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -61,7 +61,7 @@ func CheckHost(cfg Config) error {
 	}
 	for _, img := range cfg.Images {
 		if _, err := os.Stat(img); err != nil {
-			missing = append(missing, fmt.Sprintf("the image tarball %s (`make node-images` builds it)", img))
+			missing = append(missing, fmt.Sprintf("the image tarball %s (`make node-images` builds them, `make control-plane-images` etcd.tar, `make e2e-images` the e2e archive)", img))
 		}
 	}
 	if len(missing) > 0 {

@@ -215,6 +215,7 @@ func nodecertRetryWhileInformerLags(do func() error) error {
 // the area works in our binary, and that without it the same requests have
 // no such effect.
 func TestNodeAndCertificateAdmission(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	on, off := startNodecertServers(t)
 	servers := []*nodecertServer{on, off}
 	for _, tc := range []struct {

@@ -55,6 +55,7 @@ const policyUsersGroup = "e2e-policy-users"
 // documented effect on the "on" server (AlwaysDeny's on a third) and its
 // absence on the "off" server.
 func TestAdmissionPolicyPlugins(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	s := startPolicyServers(t)
 	t.Run("EventRateLimit", func(t *testing.T) { testPolicyEventRateLimit(t, s) })
 	t.Run("ValidatingAdmissionPolicy", func(t *testing.T) { testPolicyValidatingAdmissionPolicy(t, s) })

@@ -48,6 +48,7 @@ import (
 //   - off: ImagePolicyWebhook failing open (defaultAllow: true), and both
 //     webhook plugins disabled.
 func TestAdmissionWebhooks(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	env := startWebhooksEnv(t)
 	t.Run("ImagePolicyWebhook", func(t *testing.T) { testImagePolicyWebhook(t, env) })
 	t.Run("webhooks", func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 // An apiserver on --embedded-etcd-data-dir keeps what it stored across a
 // stop by SIGTERM and one by SIGINT.
 func TestEmbeddedEtcdKeepsDataAcrossRestarts(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	dir := t.TempDir()
 	config := framework.APIServerConfig{
 		Dir:  filepath.Join(dir, "embedded"),

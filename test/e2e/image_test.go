@@ -22,6 +22,7 @@ import (
 // of the uncompressed layers; the layer holds a binary that runs. The
 // labels carry the commit and date that hack/ldflags.sh stamped.
 func TestImage(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	tool, err := framework.Binary("image")
 	if err != nil {
 		t.Fatal(err)

@@ -81,6 +81,7 @@ coverEphemeralContainers: true
 // our kube-apiserver with exactly the commands of kubeadm's manifests, host
 // paths remapped into that root, and uses kubeadm's admin.conf.
 func TestKubeadmStaticPodManifest(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	kubeadm, err := framework.Binary("kubeadm")
 	if err != nil {
 		t.Fatal(err)

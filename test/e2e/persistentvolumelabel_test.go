@@ -136,6 +136,7 @@ const (
 // webhook, and checks their labels and node affinity; the shared server,
 // which does not enable the plugin, leaves the same volumes alone.
 func TestPersistentVolumeLabel(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	dir := filepath.Join(root, "pvl-config")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)

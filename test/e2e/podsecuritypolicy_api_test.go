@@ -470,6 +470,7 @@ func TestPodSecurityPolicyAPI(t *testing.T) {
 // APIServices and kubectl api-resources are vanilla upstream's (our server
 // chain is composed by our command); an explicit false is the same.
 func TestPodSecurityPolicyAPIOffByDefault(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	ctx := context.Background()
 	on, _ := startServer(t, "psp-on", pspRuntimeConfig)
 	_, off := startServer(t, "psp-off", "--runtime-config=policy/v1beta1/podsecuritypolicies=false")
@@ -550,6 +551,7 @@ func TestPodSecurityPolicyAPIOffByDefault(t *testing.T) {
 // APIService v1beta1.policy exists while PSP is served and is removed by the
 // next start without it, on the same etcd prefix.
 func TestPodSecurityPolicyAPIServiceFollowsEnablement(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	dir := t.TempDir()
 	ctx := context.Background()
 	for i, c := range []struct {

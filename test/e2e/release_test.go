@@ -35,6 +35,7 @@ var releasePlatforms = []string{"linux/amd64", "linux/arm64"}
 // what a loader reads, the SBOM with the SPDX library, and the whole release
 // built a second time from the same commit, byte for byte.
 func TestRelease(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	dir := releaseDir(t)
 	version := strings.TrimPrefix(strings.TrimSpace(runBinary(t, "kube-apiserver", "--version")), "Kubernetes ")
 	tag := strings.ReplaceAll(version, "+", "_")
@@ -224,6 +225,7 @@ func TestRelease(t *testing.T) {
 // The release's arm64 binary serves: under qemu, with etcd embedded, it
 // becomes ready, reports linux/arm64 in /version, and stores an object.
 func TestReleaseArm64ServesUnderQemu(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	qemu := qemuAarch64(t)
 	dir := t.TempDir()
 	began := time.Now()

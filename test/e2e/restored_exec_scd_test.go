@@ -47,6 +47,7 @@ func startRestoredServers(t *testing.T) restoredServers {
 // TestSecurityContextDenyAndExec runs the spec cases of sections 1.5 and
 // 2.5 against the real binary.
 func TestSecurityContextDenyAndExec(t *testing.T) {
+	t.Parallel() // long and independent of the others: see "Running in parallel" in README.md
 	servers := startRestoredServers(t)
 	t.Run("SecurityContextDeny", func(t *testing.T) { testSecurityContextDeny(t, servers, createNamespace(t, servers.plain)) })
 	t.Run("exec", func(t *testing.T) { testExec(t, servers, createNamespace(t, servers.plain)) })

@@ -2,9 +2,17 @@ module github.com/turnstile-k8s/turnstile/test/images
 
 go 1.26.0
 
-tool k8s.io/kubernetes/test/images/agnhost
+tool (
+	k8s.io/kubernetes/test/images/agnhost
+	k8s.io/kubernetes/test/images/nonewprivs
+	k8s.io/kubernetes/test/images/regression-issue-74839
+	k8s.io/kubernetes/test/images/resource-consumer
+	k8s.io/kubernetes/test/images/resource-consumer/consume-cpu
+	k8s.io/sample-apiserver
+)
 
 require (
+	bitbucket.org/bertimus9/systemstat v0.5.0 // indirect
 	cel.dev/expr v0.25.1 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
@@ -97,6 +105,7 @@ require (
 	k8s.io/kms v0.36.3 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
 	k8s.io/kubernetes v1.36.3 // indirect
+	k8s.io/sample-apiserver v0.0.0 // indirect
 	k8s.io/streaming v0.36.3 // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.34.0 // indirect
