@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -114,19 +110,8 @@ func TestLocalNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = pf.Process.Kill(); _ = pf.Wait() }()
-		var body string
-		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/hostname", port))
-			if err != nil {
-				return false, nil
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			body = string(b)
-			return true, nil
-		})
-		if err != nil || body != web {
-			t.Errorf("through kubectl port-forward: %q, %v; want %q", body, err, web)
+		if body := httpGet(ctx, t, fmt.Sprintf("http://127.0.0.1:%d/hostname", port)); body != web {
+			t.Errorf("through kubectl port-forward: %q, want %q", body, web)
 		}
 	})
 
