@@ -37,7 +37,11 @@ type fault struct {
 	name string
 	// graceful faults must cost the load no failed request at all.
 	graceful bool
-	inject   func(context.Context, *testing.T, *Cluster) string
+	// short faults are the ones `go test -short` (make test) runs: one of
+	// each kind, etcd's leader and an apiserver killed and one stopped.
+	// make test-ha runs them all.
+	short  bool
+	inject func(context.Context, *testing.T, *Cluster) string
 }
 
 // TestHA starts three nodes (Turnstile, Turnstile, upstream), runs a write
@@ -97,6 +101,9 @@ func TestHA(t *testing.T) {
 	faultsPassed := true
 	for _, f := range faults() {
 		ok := t.Run(f.name, func(t *testing.T) {
+			if testing.Short() && !f.short {
+				t.Skip("-short (make test) runs one fault of each kind; make test-ha runs this one")
+			}
 			from := time.Now()
 			note := f.inject(ctx, t, c)
 			healed := time.Now()
@@ -129,6 +136,9 @@ func TestHA(t *testing.T) {
 		if !faultsPassed {
 			t.Skip("a fault failed: the cluster is in no state for the rollout (the fault's failure is reported above)")
 		}
+		if testing.Short() {
+			t.Skip("-short (make test): make test-ha runs the rollout")
+		}
 		testMixedPodSecurityPolicy(ctx, t, c)
 	})
 
@@ -144,7 +154,7 @@ func TestHA(t *testing.T) {
 
 func faults() []fault {
 	return []fault{
-		{name: "steady state", graceful: true, inject: func(ctx context.Context, t *testing.T, c *Cluster) string {
+		{name: "steady state", graceful: true, short: true, inject: func(ctx context.Context, t *testing.T, c *Cluster) string {
 			time.Sleep(5 * time.Second)
 			return "no fault: the baseline"
 		}},
@@ -153,7 +163,7 @@ func faults() []fault {
 			victim := c.Nodes[(slices.Index(c.Nodes, leader)+1)%len(c.Nodes)]
 			return killEtcd(t, victim, "follower")
 		}},
-		{name: "kill -9 the etcd leader", inject: func(ctx context.Context, t *testing.T, c *Cluster) string {
+		{name: "kill -9 the etcd leader", short: true, inject: func(ctx context.Context, t *testing.T, c *Cluster) string {
 			return killEtcd(t, etcdLeader(ctx, t, c), "leader")
 		}},
 		{name: "etcd leader cut off from the other members", inject: func(ctx context.Context, t *testing.T, c *Cluster) string {
@@ -171,7 +181,7 @@ func faults() []fault {
 			}
 			return fmt.Sprintf("%s cut off for 10 s; %s led meanwhile", leader.Name, newLeader.Name)
 		}},
-		{name: "kill -9 an apiserver", inject: func(ctx context.Context, t *testing.T, c *Cluster) string {
+		{name: "kill -9 an apiserver", short: true, inject: func(ctx context.Context, t *testing.T, c *Cluster) string {
 			n := c.Nodes[0]
 			if err := n.StopAPIServer(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -180,7 +190,7 @@ func faults() []fault {
 			start(ctx, t, n, n.Binary)
 			return n.Name + " (" + n.Binary + ") killed, restarted after 3 s"
 		}},
-		{name: "SIGTERM an apiserver", graceful: true, inject: func(ctx context.Context, t *testing.T, c *Cluster) string {
+		{name: "SIGTERM an apiserver", graceful: true, short: true, inject: func(ctx context.Context, t *testing.T, c *Cluster) string {
 			n := c.Nodes[1]
 			took := restart(ctx, t, n, n.Binary)
 			return fmt.Sprintf("%s (%s) exited cleanly %.1f s after SIGTERM (shutdown delay %s), restarted", n.Name, n.Binary, took.Seconds(), shutdownDelay)
@@ -428,7 +438,11 @@ func (r *report) add(name, note string, w Window, problems int, converged time.D
 
 func (r *report) write(t *testing.T, took time.Duration) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run of %s, %s, in %s.\n\n", time.Now().UTC().Format(time.RFC3339), t.Name(), took.Round(time.Second))
+	short := ""
+	if testing.Short() {
+		short = " with -short (one fault of each kind, no rollout; make test-ha runs all)"
+	}
+	fmt.Fprintf(&b, "Run of %s, %s%s, in %s.\n\n", time.Now().UTC().Format(time.RFC3339), t.Name(), short, took.Round(time.Second))
 	b.WriteString("| Fault | Writes | Acknowledged | Refused (deliberate) | Unknown | Ledger errors | Failed requests | Error window (s) | Longest stall (s) | Converged after (s) | What happened |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, row := range r.rows {
