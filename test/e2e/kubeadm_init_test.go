@@ -1,16 +1,19 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
@@ -101,7 +104,8 @@ func TestKubeadmInitForReal(t *testing.T) {
 		out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", admin}, args...)...).CombinedOutput()
 		return string(out), err
 	}
-	mustKubectl := func(args ...string) string {
+	// Subtests pass their own t, so that a failure stops them, not the parent.
+	mustKubectl := func(t *testing.T, args ...string) string {
 		t.Helper()
 		out, err := kubectl(args...)
 		if err != nil {
@@ -112,11 +116,20 @@ func TestKubeadmInitForReal(t *testing.T) {
 
 	t.Run("the control plane runs as static pods, the apiserver ours", func(t *testing.T) {
 		for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
-			// A mirror pod's status follows the kubelet's next sync.
-			mustKubectl("-n", "kube-system", "wait", "--for=condition=Ready", "pod/"+component+"-"+n.Name, "--timeout=2m")
-			pod, err := client.CoreV1().Pods("kube-system").Get(ctx, component+"-"+n.Name, metav1.GetOptions{})
+			// The kubelet creates each mirror pod once the apiserver
+			// answers, which can be after kubeadm init returns, and its
+			// status follows the kubelet's next sync.
+			var pod *corev1.Pod
+			err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+				p, err := client.CoreV1().Pods("kube-system").Get(ctx, component+"-"+n.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, nil
+				}
+				pod = p
+				return podReady(p), nil
+			})
 			if err != nil {
-				t.Errorf("%s's static pod: %v", component, err)
+				t.Errorf("%s's static pod is not Ready after 2 minutes (%v): %+v", component, err, pod)
 				continue
 			}
 			if pod.Status.Phase != "Running" || pod.Annotations["kubernetes.io/config.source"] != "file" {
@@ -130,15 +143,15 @@ func TestKubeadmInitForReal(t *testing.T) {
 		if err != nil || !strings.Contains(v.GitVersion, "+turnstile.") {
 			t.Errorf("/version: %+v, %v; want Turnstile's", v, err)
 		}
-		if out := mustKubectl("get", "nodes"); !strings.Contains(out, n.Name) || !strings.Contains(out, " Ready ") {
+		if out := mustKubectl(t, "get", "nodes"); !strings.Contains(out, n.Name) || !strings.Contains(out, " Ready ") {
 			t.Errorf("kubectl get nodes:\n%s", out)
 		}
 	})
 
 	t.Run("a Deployment's pods run", func(t *testing.T) {
-		mustKubectl("create", "deployment", "web", "--image="+oci.AgnhostImage, "--replicas=2", "--", "/agnhost", "netexec", "--http-port=8080")
-		mustKubectl("wait", "--for=condition=Available", "deployment/web", "--timeout=3m")
-		if out := mustKubectl("exec", "deploy/web", "--", "hostname"); !strings.HasPrefix(out, "web-") {
+		mustKubectl(t, "create", "deployment", "web", "--image="+oci.AgnhostImage, "--replicas=2", "--", "/agnhost", "netexec", "--http-port=8080")
+		mustKubectl(t, "wait", "--for=condition=Available", "deployment/web", "--timeout=3m")
+		if out := mustKubectl(t, "exec", "deploy/web", "--", "hostname"); !strings.HasPrefix(out, "web-") {
 			t.Errorf("exec hostname: %q", out)
 		}
 	})
@@ -154,7 +167,7 @@ func TestKubeadmInitForReal(t *testing.T) {
 		if _, err := client.CoreV1().Pods("default").Create(ctx, privileged, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		mustKubectl("wait", "--for=condition=Ready", "pod/privileged", "--timeout=2m")
+		mustKubectl(t, "wait", "--for=condition=Ready", "pod/privileged", "--timeout=2m")
 		want := `pods "privileged" is forbidden: cannot exec into or attach to a privileged container`
 		for _, args := range [][]string{{"exec", "privileged", "--", "true"}, {"attach", "privileged", "-i=false"}} {
 			if out, err := kubectl(args...); err == nil || !strings.Contains(out, want) {
@@ -163,7 +176,7 @@ func TestKubeadmInitForReal(t *testing.T) {
 		}
 		// Unlike DenyEscalatingExec, it lets an exec into a host-network
 		// pod through: the etcd static pod answers.
-		if out := mustKubectl("-n", "kube-system", "exec", "etcd-"+n.Name, "--", "etcd", "--version"); !strings.Contains(out, "etcd Version: 3.6.8") {
+		if out := mustKubectl(t, "-n", "kube-system", "exec", "etcd-"+n.Name, "--", "etcd", "--version"); !strings.Contains(out, "etcd Version: 3.6.8") {
 			t.Errorf("exec into the etcd static pod: %s", out)
 		}
 	})

@@ -39,7 +39,6 @@ func TestLocalNodes(t *testing.T) {
 	lu := startLocalNodes(t, 2, "-admission-plugins", "DenyEscalatingExec,PodSecurityPolicy",
 		"-pod-security-policies", "../../examples/podsecuritypolicy")
 	binDir, kubeconfig, kubectl := lu.bin, lu.kubeconfig, lu.kubectl
-	mustKubectl := func(args ...string) string { t.Helper(); return lu.mustKubectl(t, args...) }
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +64,12 @@ func TestLocalNodes(t *testing.T) {
 	// The example policies give everyone restricted, which runs nothing as
 	// root; the default namespace's service accounts get baseline, as the
 	// examples' documentation grants it per namespace.
-	mustKubectl("create", "rolebinding", "psp-baseline", "--clusterrole=psp:baseline", "--group=system:serviceaccounts:default")
-	mustKubectl("create", "deployment", "web", "--image="+agnhost, "--replicas=2", "--", "/agnhost", "netexec", "--http-port=8080")
-	mustKubectl("expose", "deployment", "web", "--port=80", "--target-port=8080")
-	mustKubectl("run", "client", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
-	mustKubectl("wait", "--for=condition=Available", "deployment/web", "--timeout=3m")
-	mustKubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=3m")
+	lu.mustKubectl(t, "create", "rolebinding", "psp-baseline", "--clusterrole=psp:baseline", "--group=system:serviceaccounts:default")
+	lu.mustKubectl(t, "create", "deployment", "web", "--image="+agnhost, "--replicas=2", "--", "/agnhost", "netexec", "--http-port=8080")
+	lu.mustKubectl(t, "expose", "deployment", "web", "--port=80", "--target-port=8080")
+	lu.mustKubectl(t, "run", "client", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
+	lu.mustKubectl(t, "wait", "--for=condition=Available", "deployment/web", "--timeout=3m")
+	lu.mustKubectl(t, "wait", "--for=condition=Ready", "pod/client", "--timeout=3m")
 	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 	if err != nil || len(pods.Items) != 2 {
 		t.Fatalf("web pods: %v, %v", pods, err)
@@ -89,13 +88,13 @@ func TestLocalNodes(t *testing.T) {
 	})
 
 	t.Run("exec", func(t *testing.T) {
-		if out := mustKubectl("exec", web, "--", "hostname"); strings.TrimSpace(out) != web {
+		if out := lu.mustKubectl(t, "exec", web, "--", "hostname"); strings.TrimSpace(out) != web {
 			t.Errorf("kubectl exec hostname = %q, want %q", out, web)
 		}
 	})
 
 	t.Run("logs", func(t *testing.T) {
-		if out := mustKubectl("logs", web); !strings.Contains(out, "Started HTTP server on port 8080") {
+		if out := lu.mustKubectl(t, "logs", web); !strings.Contains(out, "Started HTTP server on port 8080") {
 			t.Errorf("kubectl logs %s lacks netexec's start line:\n%s", web, out)
 		}
 	})
@@ -120,7 +119,7 @@ func TestLocalNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lookup := mustKubectl("exec", "client", "--", "nslookup", "web.default.svc.cluster.local")
+		lookup := lu.mustKubectl(t, "exec", "client", "--", "nslookup", "web.default.svc.cluster.local")
 		if !strings.Contains(lookup, svc.Spec.ClusterIP) {
 			t.Errorf("nslookup web.default.svc.cluster.local does not give %s:\n%s", svc.Spec.ClusterIP, lookup)
 		}
@@ -128,7 +127,7 @@ func TestLocalNodes(t *testing.T) {
 		// backends, some request reaches each within a few tries.
 		seen := map[string]bool{}
 		for i := 0; i < 40 && len(seen) < 2; i++ {
-			out := mustKubectl("exec", "client", "--", "wget", "-q", "-T", "5", "-O", "-", "http://web/hostname")
+			out := lu.mustKubectl(t, "exec", "client", "--", "wget", "-q", "-T", "5", "-O", "-", "http://web/hostname")
 			if !slices.Contains(names, out) {
 				t.Fatalf("http://web/hostname answered %q, not one of %v", out, names)
 			}
@@ -163,7 +162,7 @@ func TestLocalNodes(t *testing.T) {
 		if _, err := client.CoreV1().Pods("default").Create(ctx, privileged, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		mustKubectl("wait", "--for=condition=Ready", "pod/privileged", "--timeout=2m")
+		lu.mustKubectl(t, "wait", "--for=condition=Ready", "pod/privileged", "--timeout=2m")
 		want := `pods "privileged" is forbidden: cannot exec into or attach to a privileged container`
 		for _, args := range [][]string{{"exec", "privileged", "--", "true"}, {"attach", "privileged", "-i=false"}} {
 			out, err := kubectl(args...)
@@ -171,7 +170,7 @@ func TestLocalNodes(t *testing.T) {
 				t.Errorf("kubectl %s: %v\n%s\nwant the refusal %q", strings.Join(args, " "), err, out, want)
 			}
 		}
-		if out := mustKubectl("exec", "client", "--", "echo", "through"); strings.TrimSpace(out) != "through" {
+		if out := lu.mustKubectl(t, "exec", "client", "--", "echo", "through"); strings.TrimSpace(out) != "through" {
 			t.Errorf("exec into a plain pod gave %q", out)
 		}
 	})
@@ -219,8 +218,8 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-psp-range
 		// The requester may use e2e-ranges and, through system:authenticated,
 		// the example's restricted; both mutate, and e2e-ranges comes first
 		// by name.
-		mustKubectl("--as=e2e-psp-ranges", "-n", "psp-ranges", "run", "ranged", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
-		mustKubectl("-n", "psp-ranges", "wait", "--for=condition=Ready", "pod/ranged", "--timeout=2m")
+		lu.mustKubectl(t, "--as=e2e-psp-ranges", "-n", "psp-ranges", "run", "ranged", "--image="+busybox, "--restart=Never", "--", "sleep", "3600")
+		lu.mustKubectl(t, "-n", "psp-ranges", "wait", "--for=condition=Ready", "pod/ranged", "--timeout=2m")
 		pod, err := client.CoreV1().Pods("psp-ranges").Get(ctx, "ranged", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -228,7 +227,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: e2e-psp-range
 		if got := pod.Annotations["kubernetes.io/psp"]; got != "e2e-ranges" {
 			t.Fatalf("pod admitted by policy %q, want e2e-ranges", got)
 		}
-		status := mustKubectl("-n", "psp-ranges", "exec", "ranged", "--", "cat", "/proc/self/status")
+		status := lu.mustKubectl(t, "-n", "psp-ranges", "exec", "ranged", "--", "cat", "/proc/self/status")
 		fields := map[string]string{}
 		for _, line := range strings.Split(status, "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok {
@@ -295,6 +294,15 @@ func compareHost(t *testing.T, before, after map[string]string) {
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
 		}
 	}
