@@ -46,4 +46,5 @@ pin() {
 }
 pin .
 pin test/images
-echo "pinned k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version} (go.mod, test/images/go.mod)"
+pin test/conformance
+echo "pinned k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version} (go.mod, test/images/go.mod, test/conformance/go.mod)"

@@ -4,6 +4,10 @@
 // phases at the pinned version, so the layout is the one operators know from
 // /etc/kubernetes. Only etcd differs: it runs inside the apiserver.
 //
+// With -upstream it runs vanilla upstream's kube-apiserver instead, on
+// etcd as a process of its own (upstream has no embedded etcd): the
+// baseline that `make conformance PROFILE=upstream` compares against.
+//
 // With -nodes n it also runs n real worker nodes (internal/localnode) and
 // CoreDNS, so pods run: the apiserver then serves on the host's address on
 // the nodes' bridge instead of 127.0.0.1, so that pods reach it.
@@ -61,13 +65,16 @@ type options struct {
 	e2eImages                                            string
 	port, controllerManagerPort, schedulerPort           int
 	nodes                                                int
+	// upstream runs kube-apiserver-upstream on etcd at etcdPort.
+	upstream               bool
+	etcdPort, etcdPeerPort int
 }
 
 func run() error {
 	var o options
 	flag.StringVar(&o.dir, "dir", "_output/local", "state directory: PKI, kubeconfigs, etcd data, logs")
 	flag.StringVar(&o.bin, "bin", "_output/bin", "directory with kube-apiserver, kube-controller-manager and kube-scheduler")
-	flag.StringVar(&o.admissionConfig, "admission-config", "examples/admission/admission-config.yaml", "AdmissionConfiguration file for kube-apiserver")
+	flag.StringVar(&o.admissionConfig, "admission-config", "examples/admission/admission-config.yaml", "AdmissionConfiguration file for kube-apiserver; empty for none, as kubeadm's default")
 	flag.StringVar(&o.plugins, "admission-plugins", "", "comma-separated admission plugins to enable besides upstream's defaults and NodeRestriction")
 	flag.IntVar(&o.port, "port", int(kubeadmconstants.KubeAPIServerPort), "kube-apiserver's secure port")
 	flag.IntVar(&o.controllerManagerPort, "controller-manager-port", kubeadmconstants.KubeControllerManagerPort, "kube-controller-manager's secure port on 127.0.0.1")
@@ -75,10 +82,11 @@ func run() error {
 	flag.IntVar(&o.nodes, "nodes", 0, "real worker nodes to run (needs root; see docs/local-nodes.md)")
 	flag.StringVar(&o.images, "images", "_output/images/node", "directory of the image tarballs the nodes import")
 	flag.StringVar(&o.e2eImages, "e2e-images", "", "the archive of the rest of the e2e framework's images (make e2e-images: _output/images/e2e/"+oci.E2EImageArchive+") for the nodes to import too, with the etcd image in -images")
-	flag.StringVar(&o.policies, "pod-security-policies", "examples/podsecuritypolicy", "directory of PodSecurityPolicies and their grants, applied when PodSecurityPolicy is enabled")
+	flag.StringVar(&o.policies, "pod-security-policies", "examples/podsecuritypolicy", "comma-separated files or directories of PodSecurityPolicies and their grants, applied when PodSecurityPolicy is enabled")
+	flag.BoolVar(&o.upstream, "upstream", false, "run vanilla kube-apiserver-upstream on etcd, both from -bin, instead of Turnstile's kube-apiserver with embedded etcd")
 	clean := flag.Bool("clean", false, "remove the state in -dir, and what a killed run's nodes left on the host, instead of running")
 	flag.Parse()
-	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images, &o.policies, &o.e2eImages} {
+	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images, &o.e2eImages} {
 		if *p == "" {
 			continue
 		}
@@ -91,8 +99,19 @@ func run() error {
 	if *clean {
 		return cleanState(o.dir)
 	}
-	if _, err := os.Stat(o.admissionConfig); err != nil {
-		return fmt.Errorf("-admission-config: %w", err)
+	if o.admissionConfig != "" {
+		if _, err := os.Stat(o.admissionConfig); err != nil {
+			return fmt.Errorf("-admission-config: %w", err)
+		}
+	}
+	if o.upstream {
+		for _, port := range []*int{&o.etcdPort, &o.etcdPeerPort} {
+			free, err := ports.Free()
+			if err != nil {
+				return err
+			}
+			*port = free
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(o.dir, "logs"), 0o700); err != nil {
 		return err
@@ -159,12 +178,21 @@ func run() error {
 	var plane controlPlane
 	defer plane.stop()
 	var admin kubernetes.Interface
-	for _, name := range []string{kubeadmconstants.KubeAPIServer, kubeadmconstants.KubeControllerManager, kubeadmconstants.KubeScheduler} {
+	components := []string{kubeadmconstants.KubeAPIServer, kubeadmconstants.KubeControllerManager, kubeadmconstants.KubeScheduler}
+	if o.upstream {
+		components = append([]string{kubeadmconstants.Etcd}, components...)
+	}
+	for _, name := range components {
 		p, err := process.Start(name, filepath.Join(o.dir, "logs", name+".log"), commands[name])
 		if err != nil {
 			return err
 		}
 		plane = append(plane, p)
+		if name == kubeadmconstants.Etcd {
+			if err := waitHealthy(ctx, p, etcdURL(o)+"/health"); err != nil {
+				return err
+			}
+		}
 		if name == kubeadmconstants.KubeAPIServer {
 			if admin, err = waitForAPIServer(ctx, p, cfg, o.dir); err != nil {
 				return err
@@ -181,11 +209,12 @@ func run() error {
 			}
 		}
 	}
+	controllers := plane[len(plane)-2:]
 	for i, port := range []int{o.controllerManagerPort, o.schedulerPort} {
-		if err := waitHealthy(ctx, plane[i+1], fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err != nil {
+		if err := waitHealthy(ctx, controllers[i], fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err != nil {
 			return err
 		}
-		if err := waitLease(ctx, plane[i+1], admin); err != nil {
+		if err := waitLease(ctx, controllers[i], admin); err != nil {
 			return err
 		}
 	}
@@ -317,17 +346,20 @@ func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfigu
 	cfg.LocalAPIEndpoint.BindPort = int32(o.port)
 	cfg.CertificatesDir = filepath.Join(o.dir, "pki")
 	// An external etcd makes kubeadm skip the etcd certificates; the
-	// endpoint itself is replaced by the embedded etcd in commandLines.
+	// endpoint is etcd's with -upstream, and is otherwise replaced by the
+	// embedded etcd in commandLines.
 	cfg.Etcd.Local = nil
-	cfg.Etcd.External = &kubeadmapi.ExternalEtcd{Endpoints: []string{"http://127.0.0.1:2379"}}
+	cfg.Etcd.External = &kubeadmapi.ExternalEtcd{Endpoints: []string{etcdURL(o)}}
 	plugins := "NodeRestriction"
 	if o.plugins != "" {
 		plugins += "," + o.plugins
 	}
 	cfg.APIServer.ExtraArgs = []kubeadmapi.Arg{
 		{Name: "enable-admission-plugins", Value: plugins},
-		{Name: "admission-control-config-file", Value: o.admissionConfig},
 		{Name: "bind-address", Value: address},
+	}
+	if o.admissionConfig != "" {
+		cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "admission-control-config-file", Value: o.admissionConfig})
 	}
 	cfg.ControllerManager.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.controllerManagerPort)}}
 	cfg.Scheduler.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.schedulerPort)}}
@@ -355,14 +387,15 @@ func writePKIAndKubeconfigs(cfg *kubeadmapi.InitConfiguration, dir string) error
 
 // commandLines takes the commands kubeadm writes into its static pod
 // manifests, points them at dir instead of /etc/kubernetes and at our
-// binaries, and swaps the etcd flags for the embedded etcd.
+// binaries, and swaps the etcd flags for the embedded etcd; with -upstream,
+// it runs vanilla upstream's kube-apiserver and etcd instead.
 func commandLines(cfg *kubeadmapi.InitConfiguration, o options) (map[string][]string, error) {
 	specs := controlplane.GetStaticPodSpecs(&cfg.ClusterConfiguration, &cfg.LocalAPIEndpoint, nil)
 	commands := map[string][]string{}
 	for name, pod := range specs {
 		var c []string
 		for _, arg := range pod.Spec.Containers[0].Command {
-			if name == kubeadmconstants.KubeAPIServer && strings.HasPrefix(arg, "--etcd-") {
+			if name == kubeadmconstants.KubeAPIServer && !o.upstream && strings.HasPrefix(arg, "--etcd-") {
 				continue
 			}
 			c = append(c, strings.ReplaceAll(arg, kubeadmconstants.KubernetesDir+"/", o.dir+"/"))
@@ -372,12 +405,34 @@ func commandLines(cfg *kubeadmapi.InitConfiguration, o options) (map[string][]st
 		}
 		c[0] = filepath.Join(o.bin, c[0])
 		if name == kubeadmconstants.KubeAPIServer {
-			c = append(c, "--embedded-etcd-data-dir="+filepath.Join(o.dir, "etcd"))
+			if o.upstream {
+				c[0] += "-upstream"
+			} else {
+				c = append(c, "--embedded-etcd-data-dir="+etcdDataDir(o))
+			}
 		}
 		commands[name] = c
 	}
+	if o.upstream {
+		// The flags kubeadm's etcd static pod has for a single member,
+		// without TLS: it listens on loopback only.
+		peer := fmt.Sprintf("http://127.0.0.1:%d", o.etcdPeerPort)
+		commands[kubeadmconstants.Etcd] = []string{filepath.Join(o.bin, "etcd"),
+			"--name=" + cfg.NodeRegistration.Name, "--data-dir=" + etcdDataDir(o),
+			"--listen-client-urls=" + etcdURL(o), "--advertise-client-urls=" + etcdURL(o),
+			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+			"--initial-cluster=" + cfg.NodeRegistration.Name + "=" + peer,
+		}
+	}
 	return commands, nil
 }
+
+// etcdDataDir holds etcd's data, embedded or not: the same layout, so a
+// state directory serves both.
+func etcdDataDir(o options) string { return filepath.Join(o.dir, "etcd") }
+
+// etcdURL is etcd's client URL with -upstream.
+func etcdURL(o options) string { return fmt.Sprintf("http://127.0.0.1:%d", o.etcdPort) }
 
 // waitForAPIServer waits for /readyz and returns a client with admin.conf.
 func waitForAPIServer(ctx context.Context, p *process.Process, cfg *kubeadmapi.InitConfiguration, dir string) (kubernetes.Interface, error) {
@@ -429,8 +484,11 @@ func applyPolicies(ctx context.Context, o options) error {
 	if !slices.Contains(strings.Split(o.plugins, ","), "PodSecurityPolicy") {
 		return nil
 	}
-	out, err := exec.CommandContext(ctx, filepath.Join(o.bin, "kubectl"), "--kubeconfig", filepath.Join(o.dir, kubeadmconstants.AdminKubeConfigFileName),
-		"apply", "-f", o.policies).CombinedOutput()
+	args := []string{"--kubeconfig", filepath.Join(o.dir, kubeadmconstants.AdminKubeConfigFileName), "apply"}
+	for _, path := range strings.Split(o.policies, ",") {
+		args = append(args, "-f", path)
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(o.bin, "kubectl"), args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("applying the PodSecurityPolicies in %s: %v\n%s", o.policies, err, out)
 	}
@@ -479,9 +537,14 @@ func clientFor(kubeconfig string) (kubernetes.Interface, error) {
 func printReady(o options, cfg *kubeadmapi.InitConfiguration, took time.Duration) {
 	kubeconfig := filepath.Join(o.dir, kubeadmconstants.AdminKubeConfigFileName)
 	kubectl := filepath.Join(o.bin, "kubectl")
+	server := "Turnstile control plane is ready"
+	etcd := "embedded etcd"
+	if o.upstream {
+		server, etcd = "Vanilla upstream control plane is ready", "etcd on "+etcdURL(o)
+	}
 	if o.nodes > 0 {
 		fmt.Printf(`
-Turnstile control plane is ready (%s): kube-apiserver on https://%s:%d with embedded etcd,
+%s (%s): kube-apiserver on https://%s:%d with %s,
 kube-controller-manager and kube-scheduler holding their leases, %d Ready node(s) and CoreDNS.
 
   kubeconfig: %s
@@ -495,12 +558,12 @@ Try:
   %s run client --rm -it --restart=Never --image=%s -- wget -qO- http://web/hostname
 
 Ctrl-C stops it and removes the nodes' processes, pods, namespaces, routes and rules.
-`, took.Round(100*time.Millisecond), cfg.LocalAPIEndpoint.AdvertiseAddress, o.port, o.nodes, kubeconfig, o.dir, kubeconfig,
+`, server, took.Round(100*time.Millisecond), cfg.LocalAPIEndpoint.AdvertiseAddress, o.port, etcd, o.nodes, kubeconfig, o.dir, kubeconfig,
 			kubectl, kubectl, oci.AgnhostImage, kubectl, kubectl, oci.BusyBoxImage)
 		return
 	}
 	fmt.Printf(`
-Turnstile control plane is ready (%s): kube-apiserver on https://127.0.0.1:%d with embedded etcd,
+%s (%s): kube-apiserver on https://127.0.0.1:%d with %s,
 kube-controller-manager and kube-scheduler. There are no nodes, so pods stay Pending
 (make run NODES=1 adds a real node).
 
@@ -514,7 +577,7 @@ Try:
   %s auth can-i create pods --as=system:serviceaccount:default:default
 
 Ctrl-C stops it.
-`, took.Round(100*time.Millisecond), o.port, kubeconfig, o.dir, kubeconfig, kubectl, kubectl, kubectl, kubectl)
+`, server, took.Round(100*time.Millisecond), o.port, etcd, kubeconfig, o.dir, kubeconfig, kubectl, kubectl, kubectl, kubectl)
 }
 
 // lock takes an exclusive lock on dir so that a second run says one is

@@ -81,6 +81,10 @@ type record struct {
 // Prepare checks the host, removes what killed runs left behind, and sets
 // up the host's side: the run's record, the bridge with the host's address
 // (which the apiserver then binds) and the guard, before any node exists.
+// maxSocketPath is the longest path a unix socket can have: sun_path's 108
+// bytes, one of them the terminating NUL.
+const maxSocketPath = 107
+
 func Prepare(cfg Config) (*Cluster, error) {
 	if cfg.Nodes < 1 || cfg.Nodes > MaxNodes {
 		return nil, fmt.Errorf("NODES=%d: between 1 and %d nodes can run", cfg.Nodes, MaxNodes)
@@ -98,6 +102,13 @@ func Prepare(cfg Config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, id: os.Getpid()}
 	for i := range cfg.Nodes {
 		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("turnstile-node%d", i+1), Index: i, IP: cfg.Layout.NodeIP(i), cluster: c})
+	}
+	// The kubelet's sockets live under its root directory; the longest of
+	// them is pod-resources/ and ten digits. A longer path fails its bind
+	// with "invalid argument", and the kubelet exits.
+	if long := filepath.Join(c.Nodes[len(c.Nodes)-1].kubeletRoot(), "pod-resources", "0123456789"); len(long) > maxSocketPath {
+		return nil, fmt.Errorf("the state directory %s is too deep for the nodes: the kubelet's sockets under it would have paths of %d bytes (%s), and a unix socket's path has at most %d; choose a shorter one",
+			cfg.Dir, len(long), long, maxSocketPath)
 	}
 	if err := c.writeRecord(); err != nil {
 		return nil, err

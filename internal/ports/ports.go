@@ -76,3 +76,14 @@ func Holder(port int) (pid int, name string, ok bool) {
 	}
 	return 0, "", false
 }
+
+// Free returns a TCP port on 127.0.0.1 that nothing listens on now, for a
+// component whose port is ours to choose.
+func Free() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

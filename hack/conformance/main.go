@@ -1,0 +1,303 @@
+// Command conformance runs upstream's [Conformance] specs against a local
+// control plane with real nodes: hack/local-up -nodes 2 with the e2e
+// framework's images, under one of the profiles of profiles.go. e2e.test
+// and ginkgo are upstream's, built from test/conformance's module at the
+// pinned versions.
+//
+// It runs the specs in two passes, as upstream's conformance image does:
+// those that may run in parallel with -procs ginkgo processes, then the
+// [Serial] ones alone. Each pass writes ginkgo's JUnit and JSON reports in
+// -out/<profile>; then it writes summary.md there (passed, failed and
+// skipped, with names) and passed.txt, which the next run of another profile
+// compares against. `make conformance` builds everything and calls it.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/turnstile-k8s/turnstile/internal/ports"
+)
+
+type options struct {
+	profile, bin, images, e2eImages, out string
+	focus, skip                          string
+	procs, nodes                         int
+	serial                               bool
+	timeout                              time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.profile, "profile", "all-compatible", "the control plane to test (hack/conformance/profiles.go; docs/conformance.md)")
+	flag.StringVar(&o.bin, "bin", "_output/bin", "directory with e2e.test, ginkgo, local-up and the binaries local-up runs")
+	flag.StringVar(&o.images, "images", "_output/images/node", "the nodes' image tarballs (make node-images control-plane-images)")
+	flag.StringVar(&o.e2eImages, "e2e-images", "_output/images/e2e/e2e.tar", "the e2e framework's other images (make e2e-images)")
+	flag.StringVar(&o.out, "out", "_output/conformance", "where each profile's reports go, in a directory of its name")
+	flag.StringVar(&o.focus, "focus", "", "run only the [Conformance] specs whose names match this regular expression")
+	flag.StringVar(&o.skip, "skip", "", "leave out the specs whose names match this regular expression")
+	flag.IntVar(&o.procs, "procs", 8, "ginkgo processes for the parallel pass (they mostly wait for pods)")
+	flag.IntVar(&o.nodes, "nodes", 2, "real worker nodes (two: one spec needs two untainted nodes)")
+	flag.BoolVar(&o.serial, "serial", true, "run the [Serial] specs too, after the others")
+	flag.DurationVar(&o.timeout, "timeout", 3*time.Hour, "ginkgo's timeout for each pass")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	p, err := lookup(o.profile)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("needs root: the nodes create network namespaces, a bridge, cgroups and mounts")
+	}
+	for _, path := range []*string{&o.bin, &o.images, &o.e2eImages, &o.out} {
+		if *path, err = filepath.Abs(*path); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"e2e.test", "ginkgo", "local-up", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(o.bin, name)); err != nil {
+			return fmt.Errorf("%s is not built (make conformance builds it): %w", name, err)
+		}
+	}
+	dir := filepath.Join(o.out, p.Name)
+	// A fresh cluster and fresh reports for every run: results must not
+	// depend on what an earlier run left behind.
+	if err := cleanCluster(o, filepath.Join(o.out, "cluster")); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+
+	// Ctrl-C reaches local-up and ginkgo too (one process group): both stop
+	// by themselves, and this waits for them instead of dying first.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	fmt.Printf("conformance: profile %s: %s\n", p.Name, p.Description)
+	began := time.Now()
+	cluster, err := startCluster(ctx, o, p, dir)
+	if err != nil {
+		return err
+	}
+	runErr := runPasses(ctx, o, dir, cluster)
+	if err := cluster.stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+	}
+	s, err := summarize(dir, p, time.Since(began))
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	fmt.Printf("\n%s\nThe summary with every spec's name: %s\n", s.head(), filepath.Join(dir, "summary.md"))
+	if runErr != nil {
+		return runErr
+	}
+	if len(s.failed) > 0 {
+		return fmt.Errorf("%d of %d specs failed (%s)", len(s.failed), s.ran(), filepath.Join(dir, "summary.md"))
+	}
+	return nil
+}
+
+// pass is one ginkgo run over part of the specs.
+type pass struct {
+	name        string
+	labelFilter string
+	procs       int
+}
+
+func runPasses(ctx context.Context, o options, dir string, c *cluster) error {
+	passes := []pass{{"parallel", "Conformance && !Serial", o.procs}}
+	if o.serial {
+		passes = append(passes, pass{"serial", "Conformance && Serial", 1})
+	}
+	var errs []error
+	for _, ps := range passes {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Printf("conformance: %s pass (%s), %d process(es); log in %s\n", ps.name, ps.labelFilter, ps.procs, filepath.Join(dir, "ginkgo-"+ps.name+".log"))
+		if err := runGinkgo(ctx, o, dir, c, ps); err != nil {
+			errs = append(errs, fmt.Errorf("%s pass: %w", ps.name, err))
+		}
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, errors.New("interrupted"))
+	}
+	return errors.Join(errs...)
+}
+
+// runGinkgo runs one pass. Its exit status only says that a spec failed,
+// which the summary tells better; a pass that wrote no report is an error.
+func runGinkgo(ctx context.Context, o options, dir string, c *cluster, ps pass) error {
+	args := []string{
+		"--procs=" + strconv.Itoa(ps.procs), "--label-filter=" + ps.labelFilter,
+		"--timeout=" + o.timeout.String(), "--no-color", "--silence-skips",
+		"--output-dir=" + dir, "--json-report=report-" + ps.name + ".json", "--junit-report=junit-" + ps.name + ".xml",
+	}
+	if o.focus != "" {
+		args = append(args, "--focus="+o.focus)
+	}
+	if o.skip != "" {
+		args = append(args, "--skip="+o.skip)
+	}
+	args = append(args, filepath.Join(o.bin, "e2e.test"), "--",
+		"--provider=skeleton", "--kubeconfig="+c.kubeconfig, "--kubectl-path="+filepath.Join(o.bin, "kubectl"),
+		// Gathering node logs needs SSH to the nodes, which provider
+		// skeleton has not; the logs are in the cluster's state directory.
+		"--disable-log-dump")
+	log, err := os.Create(filepath.Join(dir, "ginkgo-"+ps.name+".log"))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(filepath.Join(o.bin, "ginkgo"), args...)
+	cmd.Stdout = io.MultiWriter(log, os.Stdout)
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// ginkgo got the same Ctrl-C from the terminal; when this was
+		// signalled alone, pass it on. It then reports and cleans up.
+		_ = cmd.Process.Signal(os.Interrupt)
+		err = <-done
+	}
+	if _, statErr := os.Stat(filepath.Join(dir, "report-"+ps.name+".json")); statErr != nil {
+		return fmt.Errorf("ginkgo wrote no report (%v); see %s", err, log.Name())
+	}
+	return nil
+}
+
+// cluster is a running hack/local-up.
+type cluster struct {
+	cmd        *exec.Cmd
+	kubeconfig string
+	exited     chan error
+}
+
+// startCluster starts local-up on free ports and waits for its ready
+// message, with its output in dir/local-up.log. Its state is in -out's
+// cluster/, the same for every profile (one runs at a time, and a socket's
+// path under it must stay short).
+func startCluster(ctx context.Context, o options, p profile, dir string) (*cluster, error) {
+	state := filepath.Join(o.out, "cluster")
+	args := []string{"-dir", state, "-bin", o.bin, "-nodes", strconv.Itoa(o.nodes),
+		"-images", o.images, "-e2e-images", o.e2eImages}
+	for _, flag := range []string{"-port", "-controller-manager-port", "-scheduler-port"} {
+		port, err := ports.Free()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, flag, strconv.Itoa(port))
+	}
+	args = append(args, p.localUpArgs()...)
+	logPath := filepath.Join(dir, "local-up.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{cmd: exec.Command(filepath.Join(o.bin, "local-up"), args...), kubeconfig: filepath.Join(state, "admin.conf"), exited: make(chan error, 1)}
+	fmt.Printf("conformance: starting the cluster: local-up %s\n", strings.Join(args, " "))
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c.cmd.Stderr = c.cmd.Stdout
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	ready := make(chan struct{})
+	go func() {
+		lines := bufio.NewScanner(out)
+		signalled := false
+		for lines.Scan() {
+			fmt.Fprintln(log, lines.Text())
+			if !signalled && strings.Contains(lines.Text(), "Ctrl-C stops it") {
+				close(ready)
+				signalled = true
+			}
+		}
+		log.Close()
+		c.exited <- c.cmd.Wait()
+	}()
+	select {
+	case <-ready:
+		fmt.Printf("conformance: the cluster is ready (%s)\n", logPath)
+		return c, nil
+	case err := <-c.exited:
+		return nil, fmt.Errorf("local-up ended before the cluster was ready (%v):\n%s", err, tail(logPath, 30))
+	case <-ctx.Done():
+		_ = c.stop()
+		return nil, errors.New("interrupted while the cluster started")
+	case <-time.After(15 * time.Minute):
+		_ = c.stop()
+		return nil, fmt.Errorf("the cluster was not ready within 15 minutes:\n%s", tail(logPath, 30))
+	}
+}
+
+// stop is Ctrl-C for local-up: it removes the nodes and stops the control
+// plane, within three minutes.
+func (c *cluster) stop() error {
+	if c.cmd.ProcessState != nil {
+		return nil
+	}
+	_ = c.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-c.exited:
+		if err != nil {
+			return fmt.Errorf("local-up: %w", err)
+		}
+		return nil
+	case <-time.After(3 * time.Minute):
+		_ = c.cmd.Process.Kill()
+		return errors.New("local-up did not stop within 3 minutes; killed (make clean-local-style cleanup: local-up -clean -dir ...)")
+	}
+}
+
+// cleanCluster removes what an earlier run's cluster left in state (its
+// nodes too, when it was killed), with local-up's own -clean.
+func cleanCluster(o options, state string) error {
+	if _, err := os.Stat(state); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	out, err := exec.Command(filepath.Join(o.bin, "local-up"), "-dir", state, "-clean").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("removing the previous run's cluster in %s: %v\n%s", state, err, out)
+	}
+	return nil
+}
+
+// tail is the last n lines of a file, for an error message.
+func tail(path string, n int) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// profile is one control plane that the suite runs against: which
+// kube-apiserver, which admission plugins besides upstream's defaults and
+// NodeRestriction (hack/local-up always enables those), and their
+// configuration.
+type profile struct {
+	Name        string
+	Description string
+	// Upstream runs vanilla kube-apiserver-upstream on etcd.
+	Upstream bool
+	Plugins  []string
+	// AdmissionConfig is the --admission-control-config-file, relative to
+	// the repository; empty for none, as kubeadm.
+	AdmissionConfig string
+	// Policies are the PodSecurityPolicies and grants applied when
+	// PodSecurityPolicy is on (comma-separated files or directories).
+	Policies string
+}
+
+const (
+	allCompatibleConfig   = "hack/conformance/all-compatible/admission-config.yaml"
+	allCompatiblePolicies = "examples/podsecuritypolicy,hack/conformance/all-compatible/podsecuritypolicy.yaml"
+)
+
+// allCompatible is every documented controller that admits what
+// conformance runs, found by running the suite. Upstream's defaults are on
+// as well. Left out, each with its own impact profile: the controllers
+// that refuse conformant workloads by design.
+var allCompatible = []string{
+	"AlwaysAdmit", "DenyEscalatingExec", "DenyExecOnPrivileged", "DenyServiceExternalIPs", "EventRateLimit", "ExtendedResourceToleration",
+	"LimitPodHardAntiAffinityTopology", "NamespaceExists", "OwnerReferencesPermissionEnforcement",
+	"PersistentVolumeLabel", "PodNodeSelector", "PodSecurityPolicy", "PodTolerationRestriction",
+}
+
+// impact are the controllers that refuse conformant workloads by design.
+// Each impact profile is `default` with one of them on (configured as in
+// all-compatible's AdmissionConfiguration), and docs/conformance.md lists
+// what each run fails.
+var impact = map[string]profile{
+	"AlwaysDeny":             {Plugins: []string{"AlwaysDeny"}},
+	"AlwaysPullImages":       {Plugins: []string{"AlwaysPullImages"}},
+	"SecurityContextDeny":    {Plugins: []string{"SecurityContextDeny"}},
+	"NamespaceAutoProvision": {Plugins: []string{"NamespaceAutoProvision"}},
+	// The example policies alone: restricted for everyone, privileged
+	// only in kube-system.
+	"PodSecurityPolicy-restricted": {Plugins: []string{"PodSecurityPolicy"}, Policies: "examples/podsecuritypolicy"},
+}
+
+// profiles are the named profiles.
+func profiles() map[string]profile {
+	p := map[string]profile{
+		"default": {
+			Description: "Turnstile with upstream's default plugins and NodeRestriction, as a kubeadm cluster has them",
+		},
+		"upstream": {
+			Description: "vanilla upstream kube-apiserver on etcd, as kubeadm configures it: the baseline",
+			Upstream:    true,
+		},
+		"all-compatible": {
+			Description:     "Turnstile with every documented controller that admits conformant workloads",
+			Plugins:         allCompatible,
+			AdmissionConfig: allCompatibleConfig,
+			Policies:        allCompatiblePolicies,
+		},
+	}
+	for name, i := range impact {
+		i.Description = "default with " + strings.Join(i.Plugins, ", ") + " on: what it refuses of conformance"
+		i.AdmissionConfig = allCompatibleConfig
+		if i.Policies == "" {
+			i.Policies = allCompatiblePolicies
+		}
+		p["impact-"+name] = i
+	}
+	for name, v := range p {
+		v.Name = name
+		p[name] = v
+	}
+	return p
+}
+
+// lookup returns the named profile, or an error that lists them all.
+func lookup(name string) (profile, error) {
+	all := profiles()
+	if p, ok := all[name]; ok {
+		return p, nil
+	}
+	var names []string
+	for n := range all {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return profile{}, fmt.Errorf("no profile %q; the profiles are %s", name, strings.Join(names, ", "))
+}
+
+// localUpArgs are hack/local-up's flags for p.
+func (p profile) localUpArgs() []string {
+	args := []string{"-admission-config", p.AdmissionConfig, "-admission-plugins", strings.Join(p.Plugins, ",")}
+	if p.Upstream {
+		args = append(args, "-upstream")
+	}
+	if slices.Contains(p.Plugins, "PodSecurityPolicy") {
+		args = append(args, "-pod-security-policies", p.Policies)
+	}
+	return args
+}
