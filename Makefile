@@ -53,7 +53,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench run node-deps control-plane-images e2e-images clean-local test test-unit test-e2e test-release test-ha test-node test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release bench run node-deps control-plane-images e2e-images clean-local conformance test test-conformance test-unit test-e2e test-release test-ha test-node test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -103,7 +103,7 @@ clean-local: $(BIN)/local-up ## Remove the state of `make run` (PKI, etcd data, 
 $(BIN)/kube-apiserver: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kube-apiserver
 
-$(BIN)/local-up $(BIN)/bench: FORCE
+$(BIN)/local-up $(BIN)/bench $(BIN)/conformance: FORCE
 	$(GO) build -trimpath -o $@ ./hack/$(notdir $@)
 
 $(BIN)/image $(BIN)/release: FORCE
@@ -180,10 +180,34 @@ $(BIN)/coredns: FORCE
 	$(GO) build -C build/coredns -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$${commit:0:7}" -o $(CURDIR)/$@ .
 # <<< node images
 
-test: verify test-unit test-e2e ## Verify, then unit, e2e, short HA and real-node tests (HA and nodes as root only). CI runs this.
+# >>> conformance: upstream's [Conformance] specs against a local cluster of
+# two real nodes (hack/conformance; docs/conformance.md). e2e.test and ginkgo
+# are upstream's, built from test/conformance's module, stamped as upstream.
+PROFILE ?= all-compatible
+FOCUS   ?=
+SKIP    ?=
+PROCS   ?= 8
+CONFORMANCE_TOOLS := $(LOCAL_TOOLS) kube-apiserver-upstream etcd
+
+conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps e2e-images ## Upstream's conformance suite, as root: PROFILE=all-compatible|default|upstream|impact-<plugin>, FOCUS=, SKIP=; reports in _output/conformance/<profile>.
+	$(BIN)/conformance -profile "$(PROFILE)" -focus "$(FOCUS)" -skip "$(SKIP)" -procs $(PROCS)
+
+# make test's tier: the specs hack/conformance/ci-specs.txt names, on
+# all-compatible, with the node images only; parallel specs only.
+test-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps ## make test's conformance tier, as root: the specs hack/conformance/ci-specs.txt names, on all-compatible.
+	$(BIN)/conformance -profile all-compatible -specs hack/conformance/ci-specs.txt -e2e-images "" -serial=false -out _output/conformance/ci
+
+$(BIN)/e2e.test: FORCE
+	$(GO) test -C test/conformance -c -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $(CURDIR)/$@ k8s.io/kubernetes/test/e2e
+
+$(BIN)/ginkgo: FORCE
+	$(GO) build -C test/conformance -trimpath -o $(CURDIR)/$@ github.com/onsi/ginkgo/v2/ginkgo
+# <<< conformance
+
+test: verify test-unit test-e2e ## Verify, then unit, e2e, short HA, real-node and conformance-tier tests (the last three as root only). CI runs this.
 	# The HA control plane and the real nodes need root for their network namespaces.
-	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha test-node HA_FLAGS=-short; \
-	else echo "test: SKIPPED make test-ha and make test-node: they need root (network namespaces, a bridge, cgroups); run them as root" >&2; fi
+	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha test-node test-conformance HA_FLAGS=-short; \
+	else echo "test: SKIPPED make test-ha, test-node and test-conformance: they need root (network namespaces, a bridge, cgroups); run them as root" >&2; fi
 
 test-unit: ## Unit tests (everything but test/e2e).
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)

@@ -3,8 +3,8 @@
 # matching v0.Y.Z, by reading the replace block of that release's own go.mod.
 # Upstream's go.mod replaces each staging module with ./staging/src/...; as a
 # dependency those paths do not exist, so we replace them with the published
-# tags instead, in our go.mod and in test/images/go.mod. Running it twice
-# with the same version changes nothing.
+# tags instead, in our go.mod, test/images/go.mod and test/conformance/go.mod.
+# Running it twice with the same version changes nothing.
 set -euo pipefail
 
 usage() { echo "usage: hack/pin-kubernetes.sh vX.Y.Z (for example v1.36.3)" >&2; exit 2; }
@@ -30,9 +30,10 @@ upstream_mod=$(echo "$info" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
 mapfile -t staging < <(awk '$2 == "=>" && $3 ~ /^\.\/staging\// { print $1 }' "$upstream_mod" | sort -u)
 [[ ${#staging[@]} -gt 0 ]] || { echo "pin-kubernetes: no staging replaces found in $upstream_mod" >&2; exit 1; }
 
-# The main module, and test/images: a module of its own for upstream's e2e
-# image binaries (agnhost), whose test-only dependency graph stays out of
-# our go.mod but must build against the same Kubernetes.
+# The main module; test/images, a module of its own for upstream's e2e
+# image binaries (agnhost); and test/conformance, one for upstream's e2e.test.
+# Their test-only dependency graphs stay out of our go.mod but must build
+# against the same Kubernetes.
 pin() {
 	local dir=$1 edits=() old mod
 	# Drop every k8s.io replace we had, so modules upstream removed do not linger.

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,7 +34,7 @@ import (
 
 type options struct {
 	profile, bin, images, e2eImages, out string
-	focus, skip                          string
+	focus, skip, specs                   string
 	procs, nodes                         int
 	serial                               bool
 	timeout                              time.Duration
@@ -44,10 +45,11 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "all-compatible", "the control plane to test (hack/conformance/profiles.go; docs/conformance.md)")
 	flag.StringVar(&o.bin, "bin", "_output/bin", "directory with e2e.test, ginkgo, local-up and the binaries local-up runs")
 	flag.StringVar(&o.images, "images", "_output/images/node", "the nodes' image tarballs (make node-images control-plane-images)")
-	flag.StringVar(&o.e2eImages, "e2e-images", "_output/images/e2e/e2e.tar", "the e2e framework's other images (make e2e-images)")
+	flag.StringVar(&o.e2eImages, "e2e-images", "_output/images/e2e/e2e.tar", "the e2e framework's other images (make e2e-images); empty for none, when the specs run need only the node images")
 	flag.StringVar(&o.out, "out", "_output/conformance", "where each profile's reports go, in a directory of its name")
 	flag.StringVar(&o.focus, "focus", "", "run only the [Conformance] specs whose names match this regular expression")
 	flag.StringVar(&o.skip, "skip", "", "leave out the specs whose names match this regular expression")
+	flag.StringVar(&o.specs, "specs", "", "run only the specs this file names, one full name a line (# starts a comment); each must run")
 	flag.IntVar(&o.procs, "procs", 8, "ginkgo processes for the parallel pass (they mostly wait for pods)")
 	flag.IntVar(&o.nodes, "nodes", 2, "real worker nodes (two: one spec needs two untainted nodes)")
 	flag.BoolVar(&o.serial, "serial", true, "run the [Serial] specs too, after the others")
@@ -67,7 +69,20 @@ func run(o options) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root: the nodes create network namespaces, a bridge, cgroups and mounts")
 	}
+	var named []string
+	if o.specs != "" {
+		if named, err = readSpecs(o.specs); err != nil {
+			return err
+		}
+		if o.focus != "" {
+			return errors.New("-focus and -specs exclude each other")
+		}
+		o.focus = focusOn(named)
+	}
 	for _, path := range []*string{&o.bin, &o.images, &o.e2eImages, &o.out} {
+		if *path == "" {
+			continue
+		}
 		if *path, err = filepath.Abs(*path); err != nil {
 			return err
 		}
@@ -116,7 +131,39 @@ func run(o options) error {
 	if len(s.failed) > 0 {
 		return fmt.Errorf("%d of %d specs failed (%s)", len(s.failed), s.ran(), filepath.Join(dir, "summary.md"))
 	}
+	if missing := s.missing(named); len(missing) > 0 {
+		return fmt.Errorf("%s names specs that did not run (renamed upstream, or not [Conformance]):\n  %s", o.specs, strings.Join(missing, "\n  "))
+	}
 	return nil
+}
+
+// readSpecs reads a file of spec names, one a line, # for comments.
+func readSpecs(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			names = append(names, line)
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s names no spec", path)
+	}
+	return names, nil
+}
+
+// focusOn is a ginkgo focus that matches exactly the named specs: ginkgo
+// matches it against a spec's full text, its containers' and its own
+// joined by spaces, which is the name the summary gives.
+func focusOn(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return "^(" + strings.Join(quoted, "|") + ")$"
 }
 
 // pass is one ginkgo run over part of the specs.

@@ -35,7 +35,7 @@ const (
 // as well. Left out, each with its own impact profile: the controllers
 // that refuse conformant workloads by design.
 var allCompatible = []string{
-	"AlwaysAdmit", "DenyEscalatingExec", "DenyExecOnPrivileged", "DenyServiceExternalIPs", "EventRateLimit", "ExtendedResourceToleration",
+	"AlwaysAdmit", "DenyExecOnPrivileged", "DenyServiceExternalIPs", "EventRateLimit", "ExtendedResourceToleration",
 	"LimitPodHardAntiAffinityTopology", "NamespaceExists", "OwnerReferencesPermissionEnforcement",
 	"PersistentVolumeLabel", "PodNodeSelector", "PodSecurityPolicy", "PodTolerationRestriction",
 }
@@ -45,8 +45,10 @@ var allCompatible = []string{
 // all-compatible's AdmissionConfiguration), and docs/conformance.md lists
 // what each run fails.
 var impact = map[string]profile{
-	"AlwaysDeny":             {Plugins: []string{"AlwaysDeny"}},
-	"AlwaysPullImages":       {Plugins: []string{"AlwaysPullImages"}},
+	"AlwaysDeny":       {Plugins: []string{"AlwaysDeny"}},
+	"AlwaysPullImages": {Plugins: []string{"AlwaysPullImages"}},
+	// Conformance execs into host-network pods (the node-to-pod checks).
+	"DenyEscalatingExec":     {Plugins: []string{"DenyEscalatingExec"}},
 	"SecurityContextDeny":    {Plugins: []string{"SecurityContextDeny"}},
 	"NamespaceAutoProvision": {Plugins: []string{"NamespaceAutoProvision"}},
 	// The example policies alone: restricted for everyone, privileged

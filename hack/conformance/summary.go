@@ -53,6 +53,23 @@ type summary struct {
 
 func (s summary) ran() int { return len(s.passed) + len(s.failed) }
 
+// missing are the names that no spec of this run had.
+func (s summary) missing(names []string) []string {
+	seen := map[string]bool{}
+	for _, list := range [][]outcome{s.passed, s.failed, s.skipped} {
+		for _, o := range list {
+			seen[o.name] = true
+		}
+	}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // summarize reads the passes' JSON reports in dir, writes summary.md and
 // passed.txt there, and compares with the other profiles' passed.txt.
 func summarize(dir string, p profile, took time.Duration) (summary, error) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/turnstile-k8s/turnstile/internal/process"
 )
 
 // removeRun removes everything run r added, in an order where each step
@@ -74,27 +76,7 @@ func removeRun(r record) error {
 // directories or sockets: the nodes' containerd, kubelet and kube-proxy,
 // and the shims containerd started (they outlive it by design).
 func owned(r record) []int {
-	marks := append(slices.Clone(r.Sockets), r.Mounts...)
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
-		for _, m := range marks {
-			if strings.Contains(args, m) {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
+	return process.Matching(append(slices.Clone(r.Sockets), r.Mounts...)...)
 }
 
 // killOwned kills run r's processes and waits, up to ten seconds, for them

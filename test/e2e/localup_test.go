@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/turnstile-k8s/turnstile/internal/process"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
@@ -260,4 +261,45 @@ func sarFor(user, verb, resource string) *authorizationv1.SubjectAccessReview {
 		User:               user,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Verb: verb, Resource: resource},
 	}}
+}
+
+// local-up -upstream, the baseline of `make conformance PROFILE=upstream`:
+// vanilla kube-apiserver on etcd as a process of its own, without an
+// AdmissionConfiguration. It serves upstream's APIs only, its controllers
+// run, and Ctrl-C stops etcd too, after the apiserver.
+func TestLocalUpUpstream(t *testing.T) {
+	t.Parallel()
+	lu := startLocalUp(t, "-upstream", "-admission-config", "")
+	if !strings.Contains(lu.output, "Vanilla upstream control plane is ready") || !strings.Contains(lu.output, "with etcd on http://127.0.0.1:") {
+		t.Errorf("local-up's ready message does not name vanilla upstream and its etcd:\n%s", lu.output)
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kubernetes.NewForConfigOrDie(config)
+	ctx := context.Background()
+	if _, err := c.Discovery().ServerResourcesForGroupVersion("policy/v1beta1"); !apierrors.IsNotFound(err) {
+		t.Errorf("policy/v1beta1 discovery: %v, want NotFound from vanilla upstream", err)
+	}
+	// kube-controller-manager runs against it: a namespace gets its
+	// default service account.
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "upstream"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts("upstream").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Errorf("no default service account in a new namespace: %v", err)
+	}
+	etcd := process.Matching("--data-dir=" + filepath.Join(lu.dir, "etcd"))
+	if len(etcd) != 1 {
+		t.Fatalf("etcd processes with this run's data directory: %v, want one", etcd)
+	}
+	lu.interrupt(t)
+	if left := process.Matching("--data-dir=" + filepath.Join(lu.dir, "etcd")); len(left) > 0 {
+		t.Errorf("etcd still running after Ctrl-C: pids %v", left)
+	}
 }

@@ -608,21 +608,7 @@ func (c *Cluster) Stop() error {
 
 // processesUnder lists the PIDs whose command line mentions dir: every
 // process the cluster starts has its root there in its flags.
-func processesUnder(dir string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), dir) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+func processesUnder(dir string) []int { return process.Matching(dir) }
 
 func binaryVersion(name string) (string, error) {
 	bin, err := framework.Binary(name)
