@@ -155,15 +155,16 @@ func readSpecs(path string) ([]string, error) {
 	return names, nil
 }
 
-// focusOn is a ginkgo focus that matches exactly the named specs: ginkgo
-// matches it against a spec's full text, its containers' and its own
-// joined by spaces, which is the name the summary gives.
+// focusOn is a ginkgo focus that matches the named specs: ginkgo matches
+// it against the suite's description, then the spec's containers' texts
+// and its own, joined by spaces; the last two are the name the summary
+// gives.
 func focusOn(names []string) string {
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = regexp.QuoteMeta(n)
 	}
-	return "^(" + strings.Join(quoted, "|") + ")$"
+	return "(^| )(" + strings.Join(quoted, "|") + ")$"
 }
 
 // pass is one ginkgo run over part of the specs.

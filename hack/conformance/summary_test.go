@@ -97,10 +97,11 @@ func TestMissing(t *testing.T) {
 func TestFocusOn(t *testing.T) {
 	focus := regexp.MustCompile(focusOn([]string{"[sig-node] Pods should run [Conformance]", "a.b"}))
 	for name, want := range map[string]bool{
-		"[sig-node] Pods should run [Conformance]":          true,
-		"[sig-node] Pods should run [Conformance] and more": false,
-		"a.b": true,
-		"axb": false,
+		"Kubernetes e2e suite [sig-node] Pods should run [Conformance]":          true,
+		"Kubernetes e2e suite [sig-node] Pods should run [Conformance] and more": false,
+		"a.b":  true,
+		"axb":  false,
+		"xa.b": false,
 	} {
 		if got := focus.MatchString(name); got != want {
 			t.Errorf("focus %s on %q: %v, want %v", focus, name, got, want)
