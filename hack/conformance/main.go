@@ -188,6 +188,11 @@ func runPasses(ctx context.Context, o options, dir string, c *cluster) error {
 		if err := runGinkgo(ctx, o, dir, c, ps); err != nil {
 			errs = append(errs, fmt.Errorf("%s pass: %w", ps.name, err))
 		}
+		select {
+		case <-c.done:
+			return errors.Join(errs...)
+		default:
+		}
 	}
 	if ctx.Err() != nil {
 		errs = append(errs, errors.New("interrupted"))
@@ -222,6 +227,9 @@ func runGinkgo(ctx context.Context, o options, dir string, c *cluster, ps pass) 
 	cmd := exec.Command(filepath.Join(o.bin, "ginkgo"), args...)
 	cmd.Stdout = io.MultiWriter(log, os.Stdout)
 	cmd.Stderr = cmd.Stdout
+	// A process group of its own, with the e2e.test processes it starts,
+	// so that all of them can be stopped at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -230,10 +238,15 @@ func runGinkgo(ctx context.Context, o options, dir string, c *cluster, ps pass) 
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		// ginkgo got the same Ctrl-C from the terminal; when this was
-		// signalled alone, pass it on. It then reports and cleans up.
-		_ = cmd.Process.Signal(os.Interrupt)
+		// Ctrl-C: ginkgo reports the specs it interrupts and cleans up.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 		err = <-done
+	case <-c.done:
+		// Without a cluster every spec would wait out its timeouts, and
+		// so would ginkgo's clean-up after an interrupt.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("the cluster stopped during the pass (%v); see %s:\n%s", c.err, log.Name(), tail(c.log, 20))
 	}
 	if _, statErr := os.Stat(filepath.Join(dir, "report-"+ps.name+".json")); statErr != nil {
 		return fmt.Errorf("ginkgo wrote no report (%v); see %s", err, log.Name())
@@ -243,9 +256,10 @@ func runGinkgo(ctx context.Context, o options, dir string, c *cluster, ps pass) 
 
 // cluster is a running hack/local-up.
 type cluster struct {
-	cmd        *exec.Cmd
-	kubeconfig string
-	exited     chan error
+	cmd             *exec.Cmd
+	kubeconfig, log string
+	done            chan struct{} // closed when local-up has exited
+	err             error         // how it exited, set before done is closed
 }
 
 // startCluster starts local-up on free ports and waits for its ready
@@ -269,7 +283,7 @@ func startCluster(ctx context.Context, o options, p profile, dir string) (*clust
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{cmd: exec.Command(filepath.Join(o.bin, "local-up"), args...), kubeconfig: filepath.Join(state, "admin.conf"), exited: make(chan error, 1)}
+	c := &cluster{cmd: exec.Command(filepath.Join(o.bin, "local-up"), args...), kubeconfig: filepath.Join(state, "admin.conf"), log: logPath, done: make(chan struct{})}
 	fmt.Printf("conformance: starting the cluster: local-up %s\n", strings.Join(args, " "))
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -291,14 +305,15 @@ func startCluster(ctx context.Context, o options, p profile, dir string) (*clust
 			}
 		}
 		log.Close()
-		c.exited <- c.cmd.Wait()
+		c.err = c.cmd.Wait()
+		close(c.done)
 	}()
 	select {
 	case <-ready:
 		fmt.Printf("conformance: the cluster is ready (%s)\n", logPath)
 		return c, nil
-	case err := <-c.exited:
-		return nil, fmt.Errorf("local-up ended before the cluster was ready (%v):\n%s", err, tail(logPath, 30))
+	case <-c.done:
+		return nil, fmt.Errorf("local-up ended before the cluster was ready (%v):\n%s", c.err, tail(logPath, 30))
 	case <-ctx.Done():
 		_ = c.stop()
 		return nil, errors.New("interrupted while the cluster started")
@@ -311,14 +326,11 @@ func startCluster(ctx context.Context, o options, p profile, dir string) (*clust
 // stop is Ctrl-C for local-up: it removes the nodes and stops the control
 // plane, within three minutes.
 func (c *cluster) stop() error {
-	if c.cmd.ProcessState != nil {
-		return nil
-	}
 	_ = c.cmd.Process.Signal(os.Interrupt)
 	select {
-	case err := <-c.exited:
-		if err != nil {
-			return fmt.Errorf("local-up: %w", err)
+	case <-c.done:
+		if c.err != nil {
+			return fmt.Errorf("local-up: %w", c.err)
 		}
 		return nil
 	case <-time.After(3 * time.Minute):

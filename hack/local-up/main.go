@@ -176,7 +176,10 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var plane controlPlane
-	defer plane.stop()
+	// A closure: plane.stop() deferred directly would stop the plane as it
+	// is now, empty, and leave the components to die of their parent-death
+	// signal all at once, etcd with the apiserver.
+	defer func() { _ = plane.stop() }()
 	var admin kubernetes.Interface
 	components := []string{kubeadmconstants.KubeAPIServer, kubeadmconstants.KubeControllerManager, kubeadmconstants.KubeScheduler}
 	if o.upstream {
@@ -241,14 +244,24 @@ func run() error {
 	if nodes != nil {
 		nodeExit = nodes.Exited()
 	}
-	select {
-	case <-ctx.Done():
-		fmt.Println("\nStopping: the nodes, kube-scheduler, kube-controller-manager, then kube-apiserver and its etcd.")
-		return nil
-	case p := <-plane.firstExit():
-		return fmt.Errorf("%s exited unexpectedly (%v); see %s", p.Name, p.Err(), p.Log)
-	case what := <-nodeExit:
-		return fmt.Errorf("%s exited unexpectedly", what)
+	exited := make(chan *process.Process, len(plane))
+	for _, p := range plane {
+		watch(p, exited)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Println("\nStopping: the nodes, kube-scheduler, kube-controller-manager, then kube-apiserver and its etcd.")
+			return nil
+		case p := <-exited:
+			restarted, err := plane.restart(p, commands[p.Name])
+			if err != nil {
+				return err
+			}
+			watch(restarted, exited)
+		case what := <-nodeExit:
+			return fmt.Errorf("%s exited unexpectedly", what)
+		}
 	}
 }
 
@@ -626,16 +639,37 @@ func waitHealthy(ctx context.Context, p *process.Process, url string) error {
 // controlPlane is the started components, in start order.
 type controlPlane []*process.Process
 
-// firstExit delivers the first component that exits.
-func (c controlPlane) firstExit() <-chan *process.Process {
-	exited := make(chan *process.Process, len(c))
-	for _, p := range c {
-		go func() {
-			<-p.Done()
-			exited <- p
-		}()
+// watch delivers p to exited when it exits.
+func watch(p *process.Process, exited chan<- *process.Process) {
+	go func() {
+		<-p.Done()
+		exited <- p
+	}()
+}
+
+// minUptime is how long a controller must have run for its exit to be
+// taken as a lost leader lease rather than a crash.
+const minUptime = 30 * time.Second
+
+// restart starts p, which exited, again with command when it is
+// kube-controller-manager or kube-scheduler and ran for minUptime: each
+// exits by design when it cannot renew its leader lease in time, which a
+// loaded machine can cause, and the kubelet restarts kubeadm's static pods.
+// Any other exit ends the run.
+func (c controlPlane) restart(p *process.Process, command []string) (*process.Process, error) {
+	i := slices.Index(c, p)
+	restartable := p.Name == kubeadmconstants.KubeControllerManager || p.Name == kubeadmconstants.KubeScheduler
+	if i < 0 || !restartable || time.Since(p.Started) < minUptime {
+		return nil, fmt.Errorf("%s exited unexpectedly (%v); see %s", p.Name, p.Err(), p.Log)
 	}
-	return exited
+	fmt.Printf("%s exited (%v) after %s; restarting it, as the kubelet restarts a static pod (it exits when it loses its leader lease)\n",
+		p.Name, p.Err(), time.Since(p.Started).Round(time.Second))
+	restarted, err := process.Start(p.Name, p.Log, command)
+	if err != nil {
+		return nil, err
+	}
+	c[i] = restarted
+	return restarted, nil
 }
 
 // stop terminates the components in reverse start order, so the apiserver

@@ -17,6 +17,7 @@ import (
 // Process is a started binary.
 type Process struct {
 	Name, Log string
+	Started   time.Time
 	cmd       *exec.Cmd
 	done      chan struct{}
 	err       error // set before done is closed
@@ -51,7 +52,7 @@ func startWith(name, logFile string, command []string, deathSignal syscall.Signa
 		out.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &Process{Name: name, Log: logFile, cmd: cmd, done: make(chan struct{})}
+	p := &Process{Name: name, Log: logFile, Started: time.Now(), cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		out.Close()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 // through admin.conf, controllers and scheduler act, a second run is
 // refused, and Ctrl-C stops everything cleanly.
 func TestLocalUp(t *testing.T) {
+	t.Parallel()
 	lu := startLocalUp(t, "-admission-plugins", "EventRateLimit,PodNodeSelector,PodTolerationRestriction")
 	t.Logf("local-up ready in %s", lu.took.Round(10*time.Millisecond))
 	for _, want := range []string{"kubeconfig: " + lu.kubeconfig, "get namespaces", "create deployment web", "auth can-i"} {
@@ -55,13 +57,52 @@ func TestLocalUp(t *testing.T) {
 	if !strings.Contains(string(second), "a local control plane is already running from "+lu.dir) {
 		t.Errorf("a second local-up was not refused (%v):\n%s", err, second)
 	}
-	lu.interrupt(t)
+	checkControllerRestarted(t, c, lu)
+	if rest := lu.interrupt(t); !strings.Contains(rest, "kube-controller-manager exited (signal: killed)") || !strings.Contains(rest, "restarting it") {
+		t.Errorf("local-up did not say it restarted kube-controller-manager:\n%s", rest)
+	}
+}
+
+// checkControllerRestarted kills kube-controller-manager, as it exits when
+// it loses its leader lease on a loaded machine, and checks that local-up
+// starts it again and the new one leads.
+func checkControllerRestarted(t *testing.T, c kubernetes.Interface, lu *localUp) {
+	t.Helper()
+	ctx := context.Background()
+	kubeconfig := "--kubeconfig=" + filepath.Join(lu.dir, "controller-manager.conf")
+	pids := process.Matching(kubeconfig)
+	if len(pids) != 1 {
+		t.Fatalf("kube-controller-manager processes: %v, want one", pids)
+	}
+	lease, err := c.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil {
+		t.Fatalf("kube-controller-manager's lease: %v, %+v", err, lease)
+	}
+	// local-up restarts a controller that ran for 30 seconds; one that
+	// exits sooner is broken, and the run ends. It started before local-up
+	// said it was ready.
+	time.Sleep(time.Until(lu.started.Add(lu.took + 31*time.Second)))
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		now, err := c.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+		if err != nil || now.Spec.HolderIdentity == nil {
+			return false, nil
+		}
+		again := process.Matching(kubeconfig)
+		return len(again) == 1 && again[0] != pids[0] && *now.Spec.HolderIdentity != *lease.Spec.HolderIdentity, nil
+	})
+	if err != nil {
+		t.Fatalf("no new kube-controller-manager took the lease after the old one was killed: %v", err)
+	}
 }
 
 // localUp is a test's running hack/local-up.
 type localUp struct {
 	cmd                  *exec.Cmd
 	dir, bin, kubeconfig string
+	started              time.Time
 	output               string        // what it printed up to its ready message
 	took                 time.Duration // until the ready message
 	rest                 chan string   // what it prints after its ready message
@@ -103,6 +144,7 @@ func startLocalUp(t *testing.T, args ...string) *localUp {
 		}
 	})
 	began := time.Now()
+	lu.started = began
 	var output strings.Builder
 	lines := bufio.NewScanner(stdout)
 	for !strings.Contains(output.String(), "Ctrl-C stops it") {
@@ -137,8 +179,9 @@ func (lu *localUp) mustKubectl(t *testing.T, args ...string) string {
 	return out
 }
 
-// interrupt is Ctrl-C: local-up must stop cleanly within three minutes.
-func (lu *localUp) interrupt(t *testing.T) {
+// interrupt is Ctrl-C: local-up must stop cleanly within three minutes. It
+// returns what local-up printed after its ready message.
+func (lu *localUp) interrupt(t *testing.T) string {
 	t.Helper()
 	if err := lu.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -147,12 +190,15 @@ func (lu *localUp) interrupt(t *testing.T) {
 	go func() { exited <- lu.cmd.Wait() }()
 	select {
 	case err := <-exited:
-		if tail := <-lu.rest; err != nil {
+		tail := <-lu.rest
+		if err != nil {
 			t.Fatalf("local-up did not stop cleanly on Ctrl-C: %v\n%s\nlogs: %s", err, tail, tailLogs(lu.dir))
 		}
+		return tail
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("local-up still running 3 minutes after Ctrl-C")
 	}
+	return ""
 }
 
 func checkLocalControlPlane(t *testing.T, c kubernetes.Interface) {
