@@ -123,8 +123,8 @@ NODE_IMAGES_DIR := _output/images/node
 KUBERNETES_DIR   = $$($(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)
 
 .PHONY: node-images
-node-images: $(BIN)/pause $(BIN)/agnhost $(BIN)/coredns $(BIN)/nodeimages ## Images a local node needs (pause, busybox, agnhost, CoreDNS) as docker archives in _output/images/node.
-	hack/install-package.sh /bin/busybox busybox-static
+node-images: $(BIN)/pause $(BIN)/agnhost $(BIN)/coredns $(BIN)/busybox-sh $(BIN)/nodeimages ## Images a local node needs (pause, busybox, agnhost, CoreDNS) as docker archives in _output/images/node.
+	hack/install-package.sh mmdebstrap mmdebstrap
 	hack/install-package.sh /bin/bash-static bash-static
 	$(BIN)/nodeimages -out $(NODE_IMAGES_DIR) -bin $(BIN) -kubernetes "$(KUBERNETES_DIR)"
 
@@ -150,6 +150,10 @@ $(addprefix $(BIN)/,$(E2E_IMAGE_BINARIES)): FORCE
 
 $(BIN)/nodeimages: FORCE
 	$(GO) build -trimpath -o $@ ./build/nodeimages
+
+# The busybox image's /bin/sh; static, as the image has no libc.
+$(BIN)/busybox-sh: FORCE
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ ./build/busybox-sh
 
 # Upstream's pause, as build/pause/Makefile builds it, at kubeadm's PauseVersion.
 # gcc always runs (a second); the binary is only replaced when it changed.
@@ -189,19 +193,33 @@ SKIP    ?=
 PROCS   ?= 8
 CONFORMANCE_TOOLS := $(LOCAL_TOOLS) kube-apiserver-upstream etcd
 
-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps e2e-images ## Upstream's conformance suite, as root: PROFILE=all-compatible|default|upstream|impact-<plugin>, FOCUS=, SKIP=; reports in _output/conformance/<profile>.
+conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps e2e-images containerd ## Upstream's conformance suite, as root: PROFILE=all-compatible|default|upstream|impact-<plugin>, FOCUS=, SKIP=; reports in _output/conformance/<profile>.
 	$(BIN)/conformance -profile "$(PROFILE)" -focus "$(FOCUS)" -skip "$(SKIP)" -procs $(PROCS)
 
 # make test's tier: the specs hack/conformance/ci-specs.txt names, on
 # all-compatible, with the node images only; parallel specs only.
 test-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps ## make test's conformance tier, as root: the specs hack/conformance/ci-specs.txt names, on all-compatible.
-	$(BIN)/conformance -profile all-compatible -specs hack/conformance/ci-specs.txt -e2e-images "" -serial=false -out _output/conformance/ci
+	$(BIN)/conformance -profile all-compatible -specs hack/conformance/ci-specs.txt -e2e-images "" -containerd "" -passes parallel -out _output/conformance/ci
 
 $(BIN)/e2e.test: FORCE
 	$(GO) test -C test/conformance -c -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $(CURDIR)/$@ k8s.io/kubernetes/test/e2e
 
 $(BIN)/ginkgo: FORCE
 	$(GO) build -C test/conformance -trimpath -o $(CURDIR)/$@ github.com/onsi/ginkgo/v2/ginkgo
+
+# containerd 2.x for the conformance nodes (image volumes need 2.1 or
+# later), from build/containerd's module, static as containerd's releases
+# (CGO_ENABLED=0 leaves out the btrfs snapshotter; devmapper is left out
+# too), stamped with its version (the module proxy records no commit for it).
+CONTAINERD_DIR := $(BIN)/containerd-2
+.PHONY: containerd
+containerd: ## containerd 2.x (containerd, its runc shim, ctr) for the nodes of make conformance, in _output/bin/containerd-2.
+	version=$$(cd build/containerd && $(GO) list -m -f '{{.Version}}' github.com/containerd/containerd/v2); \
+	for cmd in containerd containerd-shim-runc-v2 ctr; do \
+		CGO_ENABLED=0 $(GO) build -C build/containerd -trimpath -tags no_btrfs,no_devmapper \
+			-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$$version" \
+			-o $(CURDIR)/$(CONTAINERD_DIR)/$$cmd github.com/containerd/containerd/v2/cmd/$$cmd || exit 1; \
+	done
 # <<< conformance
 
 test: verify test-unit test-e2e ## Verify, then unit, e2e, short HA, real-node and conformance-tier tests (the last three as root only). CI runs this.

@@ -8,7 +8,9 @@
 //
 // where -bin holds pause, agnhost and coredns, and DIR is the
 // k8s.io/kubernetes module's directory (agnhost's porter certificate).
-// Busybox is Debian's busybox-static, with Debian's bash-static as sh.
+// Busybox is Debian's busybox-static 1.37 from trixie (fetched with
+// mmdebstrap), with -bin's busybox-sh as /bin/sh; agnhost adds Debian's
+// bash-static.
 //
 // With -control-plane it also writes kubeadm's control-plane images
 // (oci.ControlPlaneImages); with -e2e, the rest of the images upstream's e2e
@@ -49,43 +51,6 @@ var created = time.Unix(0, 0).UTC()
 // ones.
 const envPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// wget runs busybox wget under busybox timeout instead of giving it -T:
-// Debian's busybox 1.35 wget crashes (SIGSEGV) on -T N when it cannot
-// connect, and e2e tests call `wget -T N`, in commands and in `sh -c`.
-// Both find this script on the PATH: sh is bash, which has no applets.
-const wget = `#!/bin/sh
-# Debian's busybox 1.35 wget crashes on -T N: run it under timeout N instead.
-timeout=
-n=$#
-i=0
-while [ "$i" -lt "$n" ]; do
-	a=$1
-	shift
-	i=$((i + 1))
-	case $a in
-	-T)
-		timeout=$1
-		shift
-		i=$((i + 1))
-		continue
-		;;
-	-T*)
-		timeout=${a#-T}
-		continue
-		;;
-	--timeout=*)
-		timeout=${a#--timeout=}
-		continue
-		;;
-	esac
-	set -- "$@" "$a"
-done
-if [ -n "$timeout" ]; then
-	exec /bin/busybox timeout "$timeout" /bin/busybox wget "$@"
-fi
-exec /bin/busybox wget "$@"
-`
-
 type spec struct {
 	image oci.NodeImage
 	// rootfs, when set, is a root file system tarball, the bottom layer.
@@ -98,8 +63,8 @@ func main() {
 	out := flag.String("out", "_output/images/node", "directory for the tarballs")
 	bin := flag.String("bin", "_output/bin", "directory holding pause, agnhost and coredns (and, with -e2e, the e2e images' binaries)")
 	kubernetes := flag.String("kubernetes", "", "the k8s.io/kubernetes module's directory (go list -m -f '{{.Dir}}' k8s.io/kubernetes)")
-	busybox := flag.String("busybox", "/bin/busybox", "a static busybox (Debian's busybox-static)")
-	bash := flag.String("bash", "/bin/bash-static", "a static bash, busybox's sh (Debian's bash-static)")
+	busybox := flag.String("busybox", "", "a static busybox; empty for Debian trixie's busybox-static (1.37, upstream's e2e busybox version), fetched into -out with mmdebstrap")
+	bash := flag.String("bash", "/bin/bash-static", "a static bash for the agnhost image (Debian's bash-static)")
 	version := flag.String("kubernetes-version", "", "with -control-plane, the version kubeadm names the control-plane images after (v1.36.3)")
 	controlPlane := flag.Bool("control-plane", false, "also write kubeadm's kube-controller-manager, kube-scheduler and etcd images from the binaries in -bin")
 	e2e := flag.Bool("e2e", false, "write the rest of the e2e framework's images instead, into -out/"+oci.E2EImageArchive+" (needs mmdebstrap and Debian's package mirror)")
@@ -112,7 +77,7 @@ func main() {
 	}
 	var err error
 	if *e2e {
-		err = runE2E(os.Stdout, *out, *bin, *kubernetes, *busybox, *bash)
+		err = runE2E(os.Stdout, *out, *bin, *kubernetes, *busybox)
 	} else {
 		err = run(os.Stdout, *out, *bin, *kubernetes, *busybox, *bash, *version)
 	}
@@ -126,7 +91,7 @@ func run(w io.Writer, out, bin, kubernetes, busybox, bash, controlPlaneVersion s
 	if kubernetes == "" {
 		return fmt.Errorf("-kubernetes is required: the k8s.io/kubernetes module's directory")
 	}
-	specs, err := specs(bin, kubernetes, busybox, bash)
+	specs, err := specs(w, out, bin, kubernetes, busybox, bash)
 	if err != nil {
 		return err
 	}
@@ -275,7 +240,7 @@ func selfDigest() (string, error) {
 	return oci.FileSHA256(exe)
 }
 
-func specs(bin, kubernetes, busybox, bash string) ([]spec, error) {
+func specs(w io.Writer, out, bin, kubernetes, busybox, bash string) ([]spec, error) {
 	byName := map[string]oci.NodeImage{}
 	for _, img := range oci.NodeImages() {
 		byName[img.Name] = img
@@ -283,8 +248,11 @@ func specs(bin, kubernetes, busybox, bash string) ([]spec, error) {
 	if err := need(bin, "pause", "agnhost", "coredns"); err != nil {
 		return nil, err
 	}
-	busyboxLayer, err := busyboxEntries(busybox, bash)
+	busyboxLayer, err := busyboxEntries(w, out, bin, busybox)
 	if err != nil {
+		return nil, err
+	}
+	if err := static(bash, "bash-static"); err != nil {
 		return nil, err
 	}
 	return []spec{{
@@ -301,6 +269,8 @@ func specs(bin, kubernetes, busybox, bash string) ([]spec, error) {
 		// CoreDNS 1.6.2 it downloads and the fake registry's images.
 		image: byName["agnhost"],
 		layers: [][]oci.Entry{busyboxLayer, append(agnhostEntries(bin, kubernetes),
+			// Upstream's agnhost adds bash to Alpine's busybox.
+			oci.FileFrom("bin/bash", 0o755, bash),
 			// The SupplementalGroups test's user and group defined in the
 			// image (the Debian one's come from useradd).
 			oci.File("etc/passwd", 0o644, []byte(passwd+"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n")),
@@ -377,23 +347,26 @@ const (
 )
 
 // busyboxEntries is a busybox userland: every applet a symbolic link in
-// /bin, wget the wrapper above, and sh a static bash. Busybox's ash drops
-// environment variables whose names are not shell identifiers (data-1),
-// which the e2e framework's envFrom specs set; bash keeps them.
-func busyboxEntries(busybox, bash string) ([]oci.Entry, error) {
-	// Debian's busybox and bash packages are dynamically linked, and the
-	// images have no libc: only the -static ones will do.
-	for _, bin := range []struct{ path, pkg string }{{busybox, "busybox-static"}, {bash, "bash-static"}} {
-		f, err := elf.Open(bin.path)
-		if err != nil {
-			return nil, fmt.Errorf("%w (Debian's %s)", err, bin.pkg)
+// /bin, and sh busybox-sh from bin, which runs busybox's ash (see
+// build/busybox-sh for why). busybox is a static busybox, or empty for
+// Debian's (debianBusybox, kept in out).
+func busyboxEntries(w io.Writer, out, bin, busybox string) ([]oci.Entry, error) {
+	if err := need(bin, "busybox-sh"); err != nil {
+		return nil, err
+	}
+	sh := filepath.Join(bin, "busybox-sh")
+	if busybox == "" {
+		var err error
+		if busybox, err = debianBusybox(w, out); err != nil {
+			return nil, err
 		}
-		defer f.Close()
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP {
-				return nil, fmt.Errorf("%s is dynamically linked: install Debian's %s", bin.path, bin.pkg)
-			}
-		}
+	}
+	// The images have no libc: only static binaries will do.
+	if err := static(busybox, "busybox-static"); err != nil {
+		return nil, err
+	}
+	if err := static(sh, "busybox-sh, built with CGO_ENABLED=0"); err != nil {
+		return nil, err
 	}
 	list, err := exec.Command(busybox, "--list").Output()
 	if err != nil {
@@ -401,9 +374,7 @@ func busyboxEntries(busybox, bash string) ([]oci.Entry, error) {
 	}
 	entries := []oci.Entry{
 		oci.FileFrom("bin/busybox", 0o755, busybox),
-		oci.FileFrom("bin/bash", 0o755, bash),
-		oci.Symlink("bin/sh", "bash"),
-		oci.File("bin/wget", 0o755, []byte(wget)),
+		oci.FileFrom("bin/sh", 0o755, sh),
 		oci.File("etc/passwd", 0o644, []byte(passwd)),
 		oci.File("etc/group", 0o644, []byte(group)),
 		oci.Dir("root", 0o700),
@@ -418,7 +389,7 @@ func busyboxEntries(busybox, bash string) ([]oci.Entry, error) {
 	hasAsh := false
 	for _, a := range applets {
 		switch {
-		case a == "busybox" || a == "wget" || a == "sh" || a == "bash":
+		case a == "busybox" || a == "sh":
 			continue
 		case strings.Contains(a, "/"):
 			return nil, fmt.Errorf("%s --list: applet %q", busybox, a)
@@ -430,4 +401,20 @@ func busyboxEntries(busybox, bash string) ([]oci.Entry, error) {
 		return nil, fmt.Errorf("%s --list: %d applets, ash among them: %v", busybox, len(applets), hasAsh)
 	}
 	return entries, nil
+}
+
+// static checks that the binary at path is statically linked; what says
+// where a static one comes from.
+func static(path, what string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w (%s)", err, what)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked: it needs to be static (%s)", path, what)
+		}
+	}
+	return nil
 }

@@ -34,9 +34,10 @@ import (
 
 type options struct {
 	profile, bin, images, e2eImages, out string
+	containerd                           string
 	focus, skip, specs                   string
 	procs, nodes                         int
-	serial                               bool
+	passes                               string
 	timeout                              time.Duration
 }
 
@@ -46,13 +47,14 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "_output/bin", "directory with e2e.test, ginkgo, local-up and the binaries local-up runs")
 	flag.StringVar(&o.images, "images", "_output/images/node", "the nodes' image tarballs (make node-images control-plane-images)")
 	flag.StringVar(&o.e2eImages, "e2e-images", "_output/images/e2e/e2e.tar", "the e2e framework's other images (make e2e-images); empty for none, when the specs run need only the node images")
+	flag.StringVar(&o.containerd, "containerd", "_output/bin/containerd-2", "containerd 2's binaries for the nodes (make containerd); empty for Debian's containerd 1.6, which has no image volumes")
 	flag.StringVar(&o.out, "out", "_output/conformance", "where each profile's reports go, in a directory of its name")
 	flag.StringVar(&o.focus, "focus", "", "run only the [Conformance] specs whose names match this regular expression")
 	flag.StringVar(&o.skip, "skip", "", "leave out the specs whose names match this regular expression")
 	flag.StringVar(&o.specs, "specs", "", "run only the specs this file names, one full name a line (# starts a comment); each must run")
 	flag.IntVar(&o.procs, "procs", 8, "ginkgo processes for the parallel pass (they mostly wait for pods)")
 	flag.IntVar(&o.nodes, "nodes", 2, "real worker nodes (two: one spec needs two untainted nodes)")
-	flag.BoolVar(&o.serial, "serial", true, "run the [Serial] specs too, after the others")
+	flag.StringVar(&o.passes, "passes", "parallel,serial", "which passes to run, in this order: parallel (the specs that may share the cluster), serial (the [Serial] ones, alone)")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Hour, "ginkgo's timeout for each pass")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -69,6 +71,10 @@ func run(o options) error {
 	if os.Geteuid() != 0 {
 		return errors.New("needs root: the nodes create network namespaces, a bridge, cgroups and mounts")
 	}
+	passes, err := passesOf(o)
+	if err != nil {
+		return err
+	}
 	var named []string
 	if o.specs != "" {
 		if named, err = readSpecs(o.specs); err != nil {
@@ -79,7 +85,7 @@ func run(o options) error {
 		}
 		o.focus = focusOn(named)
 	}
-	for _, path := range []*string{&o.bin, &o.images, &o.e2eImages, &o.out} {
+	for _, path := range []*string{&o.bin, &o.images, &o.e2eImages, &o.containerd, &o.out} {
 		if *path == "" {
 			continue
 		}
@@ -116,7 +122,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	runErr := runPasses(ctx, o, dir, cluster)
+	runErr := runPasses(ctx, o, dir, cluster, passes)
 	if err := cluster.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 	}
@@ -174,11 +180,23 @@ type pass struct {
 	procs       int
 }
 
-func runPasses(ctx context.Context, o options, dir string, c *cluster) error {
-	passes := []pass{{"parallel", "Conformance && !Serial", o.procs}}
-	if o.serial {
-		passes = append(passes, pass{"serial", "Conformance && Serial", 1})
+// passesOf parses -passes.
+func passesOf(o options) ([]pass, error) {
+	var passes []pass
+	for _, name := range strings.Split(o.passes, ",") {
+		switch strings.TrimSpace(name) {
+		case "parallel":
+			passes = append(passes, pass{"parallel", "Conformance && !Serial", o.procs})
+		case "serial":
+			passes = append(passes, pass{"serial", "Conformance && Serial", 1})
+		default:
+			return nil, fmt.Errorf("-passes %q: %q is not a pass (parallel, serial)", o.passes, name)
+		}
 	}
+	return passes, nil
+}
+
+func runPasses(ctx context.Context, o options, dir string, c *cluster, passes []pass) error {
 	var errs []error
 	for _, ps := range passes {
 		if ctx.Err() != nil {
@@ -269,7 +287,7 @@ type cluster struct {
 func startCluster(ctx context.Context, o options, p profile, dir string) (*cluster, error) {
 	state := filepath.Join(o.out, "cluster")
 	args := []string{"-dir", state, "-bin", o.bin, "-nodes", strconv.Itoa(o.nodes),
-		"-images", o.images, "-e2e-images", o.e2eImages}
+		"-images", o.images, "-e2e-images", o.e2eImages, "-containerd", o.containerd}
 	for _, flag := range []string{"-port", "-controller-manager-port", "-scheduler-port"} {
 		port, err := ports.Free()
 		if err != nil {

@@ -62,7 +62,7 @@ func main() {
 
 type options struct {
 	dir, bin, admissionConfig, plugins, images, policies string
-	e2eImages                                            string
+	e2eImages, containerd                                string
 	port, controllerManagerPort, schedulerPort           int
 	nodes                                                int
 	// upstream runs kube-apiserver-upstream on etcd at etcdPort.
@@ -82,11 +82,12 @@ func run() error {
 	flag.IntVar(&o.nodes, "nodes", 0, "real worker nodes to run (needs root; see docs/local-nodes.md)")
 	flag.StringVar(&o.images, "images", "_output/images/node", "directory of the image tarballs the nodes import")
 	flag.StringVar(&o.e2eImages, "e2e-images", "", "the archive of the rest of the e2e framework's images (make e2e-images: _output/images/e2e/"+oci.E2EImageArchive+") for the nodes to import too, with the etcd image in -images")
+	flag.StringVar(&o.containerd, "containerd", "", "directory with containerd 2's containerd, containerd-shim-runc-v2 and ctr (make containerd: _output/bin/containerd-2) for the nodes to run instead of Debian's containerd 1.6")
 	flag.StringVar(&o.policies, "pod-security-policies", "examples/podsecuritypolicy", "comma-separated files or directories of PodSecurityPolicies and their grants, applied when PodSecurityPolicy is enabled")
 	flag.BoolVar(&o.upstream, "upstream", false, "run vanilla kube-apiserver-upstream on etcd, both from -bin, instead of Turnstile's kube-apiserver with embedded etcd")
 	clean := flag.Bool("clean", false, "remove the state in -dir, and what a killed run's nodes left on the host, instead of running")
 	flag.Parse()
-	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images, &o.e2eImages} {
+	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images, &o.e2eImages, &o.containerd} {
 		if *p == "" {
 			continue
 		}
@@ -135,7 +136,7 @@ func run() error {
 			// which make control-plane-images builds for kubeadm.
 			images = append(images, filepath.Join(o.images, "etcd.tar"), o.e2eImages)
 		}
-		if err := localnode.CheckHost(localnode.Config{Bin: o.bin, Images: images}); err != nil {
+		if err := localnode.CheckHost(localnode.Config{Bin: o.bin, Images: images, Containerd: o.containerd}); err != nil {
 			return err
 		}
 		l, err := nodeLayout(o.dir)
@@ -153,7 +154,7 @@ func run() error {
 	}
 	if layout != nil {
 		nodes, err = localnode.Prepare(localnode.Config{
-			Dir: o.dir, Bin: o.bin, Images: images, Nodes: o.nodes, Layout: *layout, Kubeadm: cfg,
+			Dir: o.dir, Bin: o.bin, Images: images, Containerd: o.containerd, Nodes: o.nodes, Layout: *layout, Kubeadm: cfg,
 			Progress: func(format string, args ...any) { fmt.Printf(format+"\n", args...) },
 		})
 		if err != nil {

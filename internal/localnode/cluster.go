@@ -41,8 +41,13 @@ type Config struct {
 	Dir string
 	// Bin holds kubelet and kube-proxy.
 	Bin string
-	// Images are image tarballs to import into every node's containerd.
+	// Images are image tarballs to import into every node's containerd,
+	// which the nodes' registry also serves.
 	Images []string
+	// Containerd, when set, is a directory holding containerd 2.x's
+	// containerd, containerd-shim-runc-v2 and ctr (make containerd) for the
+	// nodes to run instead of Debian's containerd 1.6.
+	Containerd string
 	// Nodes is how many nodes to run, named turnstile-node1, 2, ...
 	Nodes int
 	// Layout is the cluster's addresses.
@@ -61,6 +66,8 @@ type Cluster struct {
 	Nodes []*Node
 	// created are empty host directories made as mount points.
 	created []string
+	// registry serves the images to the nodes' containerd.
+	registry *registry
 }
 
 // record is what a later run needs to remove this one's leftovers.
@@ -118,6 +125,9 @@ func Prepare(cfg Config) (*Cluster, error) {
 	}
 	if err := nft("", hostGuard(c.table(), c.bridge(), cfg.Layout)); err != nil {
 		return nil, errors.Join(fmt.Errorf("installing the host's guard: %w", err), c.Remove())
+	}
+	if err := c.startRegistry(); err != nil {
+		return nil, errors.Join(err, c.Remove())
 	}
 	return c, nil
 }
@@ -210,13 +220,36 @@ func (c *Cluster) Exited() <-chan string {
 	return exited
 }
 
-// Stop stops every node's processes and pods; Remove then removes the rest.
+// startRegistry serves the images on the host's bridge address, with its
+// log in the cluster's logs.
+func (c *Cluster) startRegistry() error {
+	logFile, err := os.Create(filepath.Join(c.cfg.Dir, "logs", "registry.log"))
+	if err != nil {
+		return err
+	}
+	r, err := newRegistry(c.cfg.Images, logFile)
+	if err != nil {
+		return errors.Join(fmt.Errorf("the nodes' image registry: %w", err), logFile.Close())
+	}
+	if err := r.serve(c.cfg.Layout.Host()); err != nil {
+		return errors.Join(err, r.close())
+	}
+	c.registry = r
+	c.progress("registry: serving the nodes' images as %s on %s", strings.Join(r.hosts, ", "), r.addr)
+	return nil
+}
+
+// Stop stops every node's processes and pods and the registry; Remove then
+// removes the rest.
 func (c *Cluster) Stop() error {
 	var errs []error
 	for _, n := range c.Nodes {
 		if err := n.stop(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.registry != nil {
+		errs = append(errs, c.registry.close())
 	}
 	return errors.Join(errs...)
 }

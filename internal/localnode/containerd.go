@@ -17,15 +17,17 @@ import (
 )
 
 // Each node runs Debian's containerd (1.6) with Debian's runc and CNI
-// plugins. 1.6 is what the distribution ships and what the kubelet v1.36
-// still supports (it falls back to its own cgroupDriver setting where 1.6
-// lacks the RuntimeConfig call); building containerd 2.x from the module
-// proxy would add some 15 minutes to a cold build for one conformance spec
-// (ImageVolume) that also needs a registry.
-
-// containerdConfig is containerd 1.6's configuration (version 2) for one
-// node. The settings that differ from the defaults are the ones this
-// machine kind and offline images need:
+// plugins, or, with Config.Containerd, containerd 2.x built from the module
+// proxy (build/containerd, `make containerd`). 1.6 is what the distribution
+// ships and what the kubelet v1.36 still supports (it falls back to its own
+// cgroupDriver setting where 1.6 lacks the RuntimeConfig call); 2.1 and
+// later also mount images as volumes (the ImageVolume conformance spec),
+// and the kubelet v1.37 needs 2.x. Building it adds some ten minutes to a
+// cold build, so only make conformance does.
+//
+// The two configurations (1.6's version 2, 2.x's version 3) say the same.
+// The settings that differ from the defaults are the ones this machine
+// kind and offline images need:
 //   - restrict_oom_score_adj: root may lack CAP_SYS_RESOURCE (a Firecracker
 //     VM does), and then the pause container's oom_score_adj of -998 makes
 //     every sandbox fail;
@@ -36,8 +38,11 @@ import (
 //     mounted under the node's state, not in the host's /run/netns, so that
 //     a clean-up finds every one of them;
 //   - the sandbox image is the locally built pause (oci.PauseImage, the
-//     kubelet's and kubeadm's name for it).
-var containerdConfig = template.Must(template.New("config.toml").Parse(`version = 2
+//     kubelet's and kubeadm's name for it);
+//   - config_path: the hosts directory that sends every pull to the nodes'
+//     own registry (registry.go).
+var containerdConfigs = map[bool]*template.Template{
+	false: template.Must(template.New("config.toml").Parse(`version = 2
 root = "{{.Root}}"
 state = "{{.State}}"
 
@@ -66,18 +71,68 @@ state = "{{.State}}"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{{.CNIBin}}"
     conf_dir = "{{.CNIConf}}"
-`))
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{{.Hosts}}"
+`)),
+	true: template.Must(template.New("config.toml").Parse(`version = 3
+root = "{{.Root}}"
+state = "{{.State}}"
 
-// writeContainerdConfig writes the node's containerd configuration.
+[grpc]
+  address = "{{.Socket}}"
+
+[ttrpc]
+  address = "{{.Socket}}.ttrpc"
+
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "{{.Pause}}"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "{{.Hosts}}"
+
+[plugins.'io.containerd.cri.v1.runtime']
+  enable_unprivileged_ports = true
+  enable_unprivileged_icmp = true
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = "{{.Runc}}"
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["{{.CNIBin}}"]
+    conf_dir = "{{.CNIConf}}"
+`)),
+}
+
+// containerdBinary is the node's containerd, ctr or shim: Debian's on the
+// PATH, or the one in Config.Containerd.
+func (c *Cluster) containerdBinary(name string) string {
+	if c.cfg.Containerd == "" {
+		return name
+	}
+	return filepath.Join(c.cfg.Containerd, name)
+}
+
+// writeContainerdConfig writes the node's containerd configuration and the
+// hosts directory that points it at the nodes' registry.
 func (n *Node) writeContainerdConfig() error {
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		return err
 	}
 	var b strings.Builder
-	if err := containerdConfig.Execute(&b, map[string]string{
+	if err := containerdConfigs[n.cluster.cfg.Containerd != ""].Execute(&b, map[string]string{
 		"Root": n.containerdRoot(), "State": n.containerdState(), "Socket": n.Socket(),
-		"Pause": oci.PauseImage, "Runc": runc, "CNIBin": cniBinDir, "CNIConf": n.cniConfDir(),
+		"Pause": oci.PauseImage, "Runc": runc, "CNIBin": cniBinDir, "CNIConf": n.cniConfDir(), "Hosts": n.hostsDir(),
 	}); err != nil {
 		return err
 	}
@@ -85,6 +140,9 @@ func (n *Node) writeContainerdConfig() error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
+	}
+	if err := n.cluster.registry.writeHostsDir(n.hostsDir()); err != nil {
+		return err
 	}
 	return os.WriteFile(n.containerdConfigFile(), []byte(b.String()), 0o600)
 }
@@ -107,7 +165,7 @@ func (n *Node) importImages(ctx context.Context, tarballs []string) error {
 			continue
 		}
 		imported = true
-		cmd := exec.CommandContext(ctx, "ctr", "--address", n.Socket(), "--namespace", "k8s.io",
+		cmd := exec.CommandContext(ctx, n.cluster.containerdBinary("ctr"), "--address", n.Socket(), "--namespace", "k8s.io",
 			"images", "import", "--platform", "linux/"+runtime.GOARCH, tarball)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("importing %s into %s's containerd: %v: %s", tarball, n.Name, err, strings.TrimSpace(string(out)))

@@ -59,6 +59,13 @@ func CheckHost(cfg Config) error {
 			missing = append(missing, fmt.Sprintf("%s in %s (`make run` builds it)", b, cfg.Bin))
 		}
 	}
+	if cfg.Containerd != "" {
+		for _, b := range []string{"containerd", "containerd-shim-runc-v2", "ctr"} {
+			if _, err := os.Stat(filepath.Join(cfg.Containerd, b)); err != nil {
+				missing = append(missing, fmt.Sprintf("containerd 2's %s in %s (`make containerd` builds it)", b, cfg.Containerd))
+			}
+		}
+	}
 	for _, img := range cfg.Images {
 		if _, err := os.Stat(img); err != nil {
 			missing = append(missing, fmt.Sprintf("the image tarball %s (`make node-images` builds them, `make control-plane-images` etcd.tar, `make e2e-images` the e2e archive)", img))

@@ -61,6 +61,7 @@ func (n *Node) Socket() string { return filepath.Join(n.containerdState(), "cont
 func (n *Node) containerdRoot() string       { return filepath.Join(n.dir(), "containerd") }
 func (n *Node) containerdState() string      { return filepath.Join(n.cluster.runDir(), n.Name) }
 func (n *Node) containerdConfigFile() string { return filepath.Join(n.dir(), "containerd.toml") }
+func (n *Node) hostsDir() string             { return filepath.Join(n.dir(), "certs.d") }
 func (n *Node) cniConfDir() string           { return filepath.Join(n.dir(), "cni", "net.d") }
 func (n *Node) log(component string) string {
 	return filepath.Join(n.cluster.cfg.Dir, "logs", n.Name+"-"+component+".log")
@@ -138,7 +139,15 @@ func (n *Node) startRuntime(ctx context.Context, mountNS bool) error {
 	if err := n.writeContainerdConfig(); err != nil {
 		return err
 	}
-	containerd, err := n.startProcess("containerd", "containerd", "--config", n.containerdConfigFile())
+	var containerd *process.Process
+	var err error
+	if c.cfg.Containerd == "" {
+		containerd, err = n.startProcess("containerd", "containerd", "--config", n.containerdConfigFile())
+	} else {
+		// containerd starts its shim from the PATH: ours, not Debian's.
+		containerd, err = n.startProcess("containerd", "env", "PATH="+c.cfg.Containerd+":"+os.Getenv("PATH"),
+			c.containerdBinary("containerd"), "--config", n.containerdConfigFile())
+	}
 	if err != nil {
 		return err
 	}

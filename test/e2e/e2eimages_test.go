@@ -62,12 +62,19 @@ func TestE2EImages(t *testing.T) {
 		}, {
 			name: "agnhost-prev", image: oci.AgnhostPrevImage, command: []string{"/agnhost", "--version"}, want: []string{"2."},
 		}, {
-			// sh keeps a variable whose name is no shell identifier (the
-			// envFrom specs), and wget -T in sh -c exits instead of crashing.
-			name: "busybox-env-wget", image: oci.BusyBoxImage,
-			command: []string{"sh", "-c", "env | grep '^data-1='; wget -T 1 -q -O - http://127.0.0.1:1/; echo wget exited $?"},
-			env:     []corev1.EnvVar{{Name: "data-1", Value: "value-1"}},
-			want:    []string{"data-1=value-1", "wget exited 1"},
+			// sh passes on a variable whose name is no shell identifier
+			// (the envFrom specs run `sh -c env`).
+			name: "busybox-env", image: oci.BusyBoxImage, command: []string{"sh", "-c", "env"},
+			env:  []corev1.EnvVar{{Name: "data-1", Value: "value-1"}, {Name: "#@!data-1", Value: "value-2"}},
+			want: []string{"data-1=value-1", "#@!data-1=value-2"},
+		}, {
+			// Anything else is ash's, with ash's error texts (the Kubelet
+			// read-only root file system spec compares this one), and wget
+			// -T exits instead of crashing (busybox 1.37).
+			name: "busybox-ash-wget", image: oci.BusyBoxImage,
+			command:  []string{"/bin/sh", "-c", "echo test > /file; wget -T 1 -q -O - http://127.0.0.1:1/; echo wget exited $?"},
+			security: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)},
+			want:     []string{"/bin/sh: can't create /file: Read-only file system\n", "wget exited 1"},
 		}, {
 			name: "nonroot", image: e2eRegistry + "nonroot:1.5", command: []string{"id", "-u"}, want: []string{"1234"},
 		}, {

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -79,6 +80,34 @@ func TestLocalNodes(t *testing.T) {
 	names := []string{pods.Items[0].Name, pods.Items[1].Name}
 
 	t.Run("pods pulled nothing", func(t *testing.T) { checkNothingPulled(ctx, t, client) })
+
+	t.Run("pulls come from the nodes' registry", func(t *testing.T) {
+		lu.mustKubectl(t, "run", "pulled", "--image="+busybox, "--image-pull-policy=Always", "--restart=Never", "--", "sleep", "3600")
+		lu.mustKubectl(t, "wait", "--for=condition=Ready", "pod/pulled", "--timeout=2m")
+		events, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=pulled,reason=Pulled"})
+		if err != nil || len(events.Items) == 0 || !strings.Contains(events.Items[0].Message, "Successfully pulled") {
+			t.Errorf("no Pulled event for pod pulled: %v %v", events, err)
+		}
+		// A name the tarballs lack is not found, and nothing else is asked.
+		missing := strings.Split(busybox, ":")[0] + ":0.0-not-built"
+		lu.mustKubectl(t, "run", "missing", "--image="+missing, "--restart=Never", "--", "sleep", "3600")
+		err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			events, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=missing,reason=Failed"})
+			if err != nil {
+				return false, err
+			}
+			for _, e := range events.Items {
+				if strings.Contains(e.Message, "not found") {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Errorf("pulling %s did not fail as not found: %v", missing, err)
+		}
+		lu.mustKubectl(t, "delete", "pod", "pulled", "missing", "--wait=false")
+	})
 
 	t.Run("exec", func(t *testing.T) {
 		if out := lu.mustKubectl(t, "exec", web, "--", "hostname"); strings.TrimSpace(out) != web {
