@@ -82,7 +82,7 @@ func newRegistry(tarballs []string, logFile io.WriteCloser) (*registry, error) {
 			}
 			digest := fmt.Sprintf("sha256:%x", sha256.Sum256(m))
 			for _, t := range e.RepoTags {
-				tag, err := name.NewTag(t, name.StrictValidation)
+				tag, err := name.NewTag(t)
 				if err != nil {
 					return nil, fmt.Errorf("%s: image name %q: %w", tarball, t, err)
 				}
@@ -296,13 +296,20 @@ func registryError(w http.ResponseWriter, status int, code, message string) int 
 
 // writeHostsDir writes containerd's hosts directory for a node: every
 // registry the images come from resolves to this registry, with no
-// fallback to the real one (server is this registry, not a mirror of it).
+// fallback to the real one (server, the fallback, is this registry too).
+// containerd 1.6 refuses a hosts.toml without a host table, and then
+// falls back to the real registry: hence both.
 func (r *registry) writeHostsDir(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
 	for _, host := range r.hosts {
-		hosts := fmt.Sprintf("# %s's images come from the nodes' local registry, which serves the images of their tarballs.\nserver = \"http://%s\"\n", host, r.addr)
+		hosts := fmt.Sprintf(`# %[1]s's images come from the nodes' local registry, which serves the images of their tarballs.
+server = "http://%[2]s"
+
+[host."http://%[2]s"]
+  capabilities = ["pull", "resolve"]
+`, host, r.addr)
 		if err := os.MkdirAll(filepath.Join(dir, host), 0o755); err != nil {
 			return err
 		}

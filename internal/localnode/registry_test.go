@@ -146,7 +146,7 @@ func TestRegistry(t *testing.T) {
 	}
 	for _, h := range []string{"docker.io", "registry.k8s.io"} {
 		data, err := os.ReadFile(filepath.Join(hosts, h, "hosts.toml"))
-		if err != nil || !strings.Contains(string(data), "server = \"http://"+r.addr+"\"\n") {
+		if err != nil || !strings.Contains(string(data), "server = \"http://"+r.addr+"\"\n") || !strings.Contains(string(data), "[host.\"http://"+r.addr+"\"]\n") {
 			t.Errorf("%s's hosts.toml: %v %q", h, err, data)
 		}
 	}
