@@ -45,6 +45,7 @@ import (
 	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
 	kubeconfigphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/kubeconfig"
+	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
@@ -381,10 +382,17 @@ func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfigu
 }
 
 // writePKIAndKubeconfigs creates what is missing and checks that what exists
-// matches, as `kubeadm init` does.
+// matches, as `kubeadm init` does. A kubeconfig naming another endpoint
+// (an earlier run on another port or address) is written again from the
+// same PKI: kubeadm only warns about it and keeps it, and the controllers
+// and the user would then talk to the old port.
 func writePKIAndKubeconfigs(cfg *kubeadmapi.InitConfiguration, dir string) error {
 	if err := certsphase.CreatePKIAssets(cfg); err != nil {
 		return fmt.Errorf("kubeadm certs phase: %w", err)
+	}
+	endpoint, err := kubeadmutil.GetControlPlaneEndpoint(cfg.ControlPlaneEndpoint, &cfg.LocalAPIEndpoint)
+	if err != nil {
+		return err
 	}
 	for _, file := range []string{
 		kubeadmconstants.AdminKubeConfigFileName,
@@ -392,6 +400,18 @@ func writePKIAndKubeconfigs(cfg *kubeadmapi.InitConfiguration, dir string) error
 		kubeadmconstants.ControllerManagerKubeConfigFileName,
 		kubeadmconstants.SchedulerKubeConfigFileName,
 	} {
+		path := filepath.Join(dir, file)
+		if old, err := clientcmd.LoadFromFile(path); err == nil {
+			for _, cluster := range old.Clusters {
+				if cluster.Server != endpoint {
+					fmt.Printf("local-up: %s names %s, not %s: writing it again\n", path, cluster.Server, endpoint)
+					if err := os.Remove(path); err != nil {
+						return err
+					}
+					break
+				}
+			}
+		}
 		if err := kubeconfigphase.CreateKubeConfigFile(file, dir, cfg); err != nil {
 			return fmt.Errorf("kubeadm kubeconfig phase: %w", err)
 		}
