@@ -139,15 +139,12 @@ func (n *Node) startRuntime(ctx context.Context, mountNS bool) error {
 	if err := n.writeContainerdConfig(); err != nil {
 		return err
 	}
-	var containerd *process.Process
-	var err error
-	if c.cfg.Containerd == "" {
-		containerd, err = n.startProcess("containerd", "containerd", "--config", n.containerdConfigFile())
-	} else {
+	binary, args := c.containerdBinary("containerd"), []string{"--config", n.containerdConfigFile()}
+	if c.cfg.Containerd != "" {
 		// containerd starts its shim from the PATH: ours, not Debian's.
-		containerd, err = n.startProcess("containerd", "env", "PATH="+c.cfg.Containerd+":"+os.Getenv("PATH"),
-			c.containerdBinary("containerd"), "--config", n.containerdConfigFile())
+		binary, args = "env", append([]string{"PATH=" + c.cfg.Containerd + ":" + os.Getenv("PATH"), binary}, args...)
 	}
+	containerd, err := n.startProcess("containerd", binary, args...)
 	if err != nil {
 		return err
 	}
