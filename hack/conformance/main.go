@@ -118,6 +118,21 @@ func run(o options) error {
 
 	fmt.Printf("conformance: profile %s: %s\n", p.Name, p.Description)
 	began := time.Now()
+	if p.ImagePolicy {
+		backend, config, err := startImagePolicyBackend(dir)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			backend.stop()
+			report := backend.report()
+			fmt.Print(report)
+			if err := os.WriteFile(filepath.Join(dir, "imagepolicy-report.txt"), []byte(report), 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+			}
+		}()
+		p.AdmissionConfig = config
+	}
 	cluster, err := startCluster(ctx, o, p, dir)
 	if err != nil {
 		return err

@@ -23,6 +23,10 @@ type profile struct {
 	// Policies are the PodSecurityPolicies and grants applied when
 	// PodSecurityPolicy is on (comma-separated files or directories).
 	Policies string
+	// ImagePolicy starts the run's ImagePolicyWebhook backend
+	// (imagepolicy.go), whose AdmissionConfiguration then replaces
+	// AdmissionConfig.
+	ImagePolicy bool
 }
 
 const (
@@ -55,6 +59,8 @@ var impact = map[string]profile{
 	// The example policies alone: restricted for everyone, privileged
 	// only in kube-system.
 	"PodSecurityPolicy-restricted": {Plugins: []string{"PodSecurityPolicy"}, Policies: "examples/podsecuritypolicy"},
+	// Images from registry.k8s.io only, failing closed.
+	"ImagePolicyWebhook": {Plugins: []string{"ImagePolicyWebhook"}, ImagePolicy: true},
 }
 
 // profiles are the named profiles.
