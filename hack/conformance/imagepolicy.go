@@ -42,8 +42,9 @@ type imagePolicyBackend struct {
 	total  int
 }
 
-// decide is the policy: every image must start with an allowed prefix.
-func (b *imagePolicyBackend) decide(spec imagepolicyv1alpha1.ImageReviewSpec) imagepolicyv1alpha1.ImageReviewStatus {
+// decide is the policy: every image must start with an allowed prefix. It
+// returns the images it refused, too.
+func (b *imagePolicyBackend) decide(spec imagepolicyv1alpha1.ImageReviewSpec) (imagepolicyv1alpha1.ImageReviewStatus, []string) {
 	var refused []string
 	for _, c := range spec.Containers {
 		if !hasAnyPrefix(c.Image, b.allowed) {
@@ -51,11 +52,11 @@ func (b *imagePolicyBackend) decide(spec imagepolicyv1alpha1.ImageReviewSpec) im
 		}
 	}
 	if len(refused) == 0 {
-		return imagepolicyv1alpha1.ImageReviewStatus{Allowed: true}
+		return imagepolicyv1alpha1.ImageReviewStatus{Allowed: true}, nil
 	}
 	return imagepolicyv1alpha1.ImageReviewStatus{
 		Reason: fmt.Sprintf("image %s is not from an allowed registry (%s)", strings.Join(refused, ", "), strings.Join(b.allowed, ", ")),
-	}
+	}, refused
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {
@@ -77,8 +78,8 @@ func (b *imagePolicyBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "decoding the ImageReview: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	status := b.decide(review.Spec)
-	b.record(review.Spec, status)
+	status, refused := b.decide(review.Spec)
+	b.record(review.Spec, refused)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(imagepolicyv1alpha1.ImageReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "imagepolicy.k8s.io/v1alpha1", Kind: "ImageReview"},
@@ -86,19 +87,19 @@ func (b *imagePolicyBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (b *imagePolicyBackend) record(spec imagepolicyv1alpha1.ImageReviewSpec, status imagepolicyv1alpha1.ImageReviewStatus) {
+func (b *imagePolicyBackend) record(spec imagepolicyv1alpha1.ImageReviewSpec, refused []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.total++
+	for _, image := range refused {
+		b.denied[image]++
+	}
 	var images []string
 	for _, c := range spec.Containers {
 		images = append(images, c.Image)
-		if !status.Allowed && !hasAnyPrefix(c.Image, b.allowed) {
-			b.denied[c.Image]++
-		}
 	}
 	decision := "allowed"
-	if !status.Allowed {
+	if len(refused) > 0 {
 		decision = "denied"
 	}
 	fmt.Fprintf(b.log, "%s %s namespace=%s images=%s\n", time.Now().UTC().Format(time.RFC3339Nano), decision, spec.Namespace, strings.Join(images, ","))
