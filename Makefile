@@ -53,7 +53,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench run node-deps control-plane-images e2e-images clean-local conformance test test-conformance test-unit test-e2e test-release test-ha test-node test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release bench bench-scale run node-deps control-plane-images e2e-images clean-local conformance test test-conformance test-unit test-e2e test-release test-ha test-node test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -81,6 +81,31 @@ bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstil
 	mkdir -p _output/bench
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./pkg/... ./plugin/...) | grep -E '^(Benchmark|goos|cpu|pkg)' > _output/bench/micro.txt
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -out _output/bench -micro _output/bench/micro.txt
+
+# >>> bench-scale: the cost against cluster size, on kwok's fake nodes
+# (hack/bench/scale*.go; docs/performance.md). kwok and the plot come from
+# test/scale's module, so neither joins the apiserver's module graph. kwok's
+# stages (node initialize and heartbeat, pod ready, complete and delete) are
+# read from its module, not copied into ours.
+SCALE_STEPS ?= 100/3000/1/1,1000/10000/100/100,5000/30000/1000/1000
+SCALE_FLAGS ?=
+KWOK_STAGES := node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete
+
+bench-scale: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controller-manager kube-scheduler bench kwok kwok-stages.yaml plot) ## Cost against cluster size on kwok's fake nodes: Turnstile all-documented, upstream-same, upstream; SCALE_STEPS=, SCALE_FLAGS=; table, JSON and PNG in _output/bench-scale.
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -scale "$(SCALE_STEPS)" -out _output/bench-scale $(SCALE_FLAGS)
+	$(BIN)/plot -in _output/bench-scale/plot.json -out _output/bench-scale/scale.png
+
+$(BIN)/kwok: FORCE
+	$(GO) build -C test/scale -trimpath -o $(CURDIR)/$@ sigs.k8s.io/kwok/cmd/kwok
+
+$(BIN)/plot: FORCE
+	$(GO) build -C test/scale -trimpath -o $(CURDIR)/$@ ./plot
+
+$(BIN)/kwok-stages.yaml: test/scale/go.mod
+	mkdir -p $(BIN)
+	dir=$$(cd test/scale && $(GO) mod download sigs.k8s.io/kwok && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && \
+	for stage in $(KWOK_STAGES); do echo '---'; cat "$$dir/kustomize/stage/$$stage.yaml"; done > $@.tmp && mv $@.tmp $@
+# <<< bench-scale
 
 run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images); state in _output/local.
 	$(BIN)/local-up -dir _output/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) \
@@ -227,8 +252,9 @@ test: verify test-unit test-e2e ## Verify, then unit, e2e, short HA, real-node a
 	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha test-node test-conformance HA_FLAGS=-short; \
 	else echo "test: SKIPPED make test-ha, test-node and test-conformance: they need root (network namespaces, a bridge, cgroups); run them as root" >&2; fi
 
-test-unit: ## Unit tests (everything but test/e2e).
+test-unit: ## Unit tests (everything but test/e2e), and the scale plot's in test/scale.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -C test/scale -count=1 ./...
 
 test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image ## E2E tests: real etcd and kube-apiserver processes.
 	# The release for this machine's platform, whatever the tree's state, and

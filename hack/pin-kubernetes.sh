@@ -3,7 +3,8 @@
 # matching v0.Y.Z, by reading the replace block of that release's own go.mod.
 # Upstream's go.mod replaces each staging module with ./staging/src/...; as a
 # dependency those paths do not exist, so we replace them with the published
-# tags instead, in our go.mod, test/images/go.mod and test/conformance/go.mod.
+# tags instead, in our go.mod, test/images/go.mod, test/conformance/go.mod and
+# test/scale/go.mod.
 # Running it twice with the same version changes nothing.
 set -euo pipefail
 
@@ -31,11 +32,16 @@ mapfile -t staging < <(awk '$2 == "=>" && $3 ~ /^\.\/staging\// { print $1 }' "$
 [[ ${#staging[@]} -gt 0 ]] || { echo "pin-kubernetes: no staging replaces found in $upstream_mod" >&2; exit 1; }
 
 # The main module; test/images, a module of its own for upstream's e2e
-# image binaries (agnhost); and test/conformance, one for upstream's e2e.test.
+# image binaries (agnhost); test/conformance, one for upstream's e2e.test;
+# and test/scale, one for kwok and the scale benchmark's plot.
 # Their test-only dependency graphs stay out of our go.mod but must build
 # against the same Kubernetes.
+# pin DIR [staging-only]: with staging-only, the module gets the staging
+# replaces but no k8s.io/kubernetes requirement (test/scale builds kwok, which
+# imports only the staging modules).
 pin() {
 	local dir=$1 edits=() old mod
+	[[ ${2:-} == staging-only ]] || edits+=("-require=k8s.io/kubernetes@${version}")
 	# Drop every k8s.io replace we had, so modules upstream removed do not linger.
 	while read -r old; do
 		edits+=("-dropreplace=$old")
@@ -43,9 +49,10 @@ pin() {
 	for mod in "${staging[@]}"; do
 		edits+=("-replace=${mod}=${mod}@${staging_version}")
 	done
-	(cd "$dir" && go mod edit "-require=k8s.io/kubernetes@${version}" "${edits[@]}" && go mod tidy)
+	(cd "$dir" && go mod edit "${edits[@]}" && go mod tidy)
 }
 pin .
 pin test/images
 pin test/conformance
-echo "pinned k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version} (go.mod, test/images/go.mod, test/conformance/go.mod)"
+pin test/scale staging-only
+echo "pinned k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version} (go.mod, test/images/go.mod, test/conformance/go.mod; staging only in test/scale/go.mod)"

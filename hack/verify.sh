@@ -14,10 +14,10 @@ fi
 go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
 
 # The modules of their own, for the node images' third-party binaries,
-# containerd 2 and upstream's e2e.test. build/containerd and
+# containerd 2, upstream's e2e.test, and kwok and the scale plot. build/containerd and
 # test/conformance have no code of ours (tool lines, blank imports):
 # vetting them would compile all of containerd or every e2e package.
-for mod in build/coredns build/containerd test/images test/conformance; do
+for mod in build/coredns build/containerd test/images test/conformance test/scale; do
 	if [[ $mod != build/containerd && $mod != test/conformance ]]; then
 		go vet -C "$mod" ./... || { echo "verify: go vet failed in $mod" >&2; fail=1; }
 	fi
@@ -28,12 +28,13 @@ done
 kube=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' go.mod)
 saved=$(mktemp -d)
 trap 'rm -rf "$saved"' EXIT
-mkdir -p "$saved/test/images" "$saved/test/conformance"
+mkdir -p "$saved/test/images" "$saved/test/conformance" "$saved/test/scale"
 cp go.mod go.sum "$saved/"
 cp test/images/go.mod test/images/go.sum "$saved/test/images/"
 cp test/conformance/go.mod test/conformance/go.sum "$saved/test/conformance/"
+cp test/scale/go.mod test/scale/go.sum "$saved/test/scale/"
 hack/pin-kubernetes.sh "$kube" >/dev/null
-for f in go.mod go.sum test/images/go.mod test/images/go.sum test/conformance/go.mod test/conformance/go.sum; do
+for f in go.mod go.sum test/images/go.mod test/images/go.sum test/conformance/go.mod test/conformance/go.sum test/scale/go.mod test/scale/go.sum; do
 	if ! cmp -s "$saved/$f" "$f"; then
 		[[ $f != *.mod ]] || diff -u "$saved/$f" "$f" >&2 || true
 		echo "verify: $f is not what 'hack/pin-kubernetes.sh $kube' writes (run it and commit the result)" >&2

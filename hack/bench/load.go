@@ -252,17 +252,23 @@ func cpuSeconds(pid int) (float64, error) {
 
 // peakRSSMiB is the process's peak resident set size (VmHWM).
 func peakRSSMiB(pid int) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return procMiB(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:")
+}
+
+// procMiB reads a size in kB from a /proc file of "Field: N kB" lines
+// (/proc/<pid>/status, /proc/meminfo), in MiB.
+func procMiB(path, field string) (float64, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
 			return kb / 1024, err
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
+	return 0, fmt.Errorf("%s has no %s", path, field)
 }
 
 func numCPU() int { return runtime.NumCPU() }

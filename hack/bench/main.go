@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -128,6 +130,16 @@ func main() {
 	flag.StringVar(&o.admission, "admission-config", "hack/bench/admission-config.yaml", "AdmissionConfiguration for all-documented")
 	flag.StringVar(&o.only, "only", "", "run only configurations or scenarios whose name contains this")
 	flag.StringVar(&o.micro, "micro", "", "output of `go test -bench` to include in the report")
+	var so scaleOptions
+	scale := flag.String("scale", "", "run the scale benchmark instead, through these steps: NODES/PODS/POLICIES/RULES,... (make bench-scale)")
+	flag.StringVar(&so.sides, "sides", "turnstile,upstream-same,upstream", "scale: the sides to grow, one after another")
+	flag.IntVar(&so.probes, "probes", 300, "scale: pod and volume rounds of the probe at each step")
+	flag.IntVar(&so.replicas, "replicas", 100, "scale: pods per Deployment")
+	flag.IntVar(&so.clientQPS, "client-qps", 200, "scale: kube-controller-manager's and kube-scheduler's --kube-api-qps (burst twice that)")
+	flag.IntVar(&so.leaseSeconds, "lease-seconds", 40, "scale: the fake nodes' lease duration (kubelet's default 40 s: renewed every 10 s)")
+	flag.StringVar(&so.podCIDR, "pod-cidr", "127.128.0.0/10", "scale: the range kwok gives pod IPs from (loopback: written in pod status only, never sent to)")
+	flag.DurationVar(&so.stepTimeout, "step-timeout", 30*time.Minute, "scale: the longest one step may take")
+	flag.Float64Var(&so.minMemoryMiB, "min-memory", 3072, "scale: MiB of available memory below which no further step is attempted")
 	flag.Parse()
 	// client-go logs the requests a run's deadline cuts short; they are
 	// expected and not counted.
@@ -136,6 +148,22 @@ func main() {
 	_ = quiet.Set("logtostderr", "false")
 	_ = quiet.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
+	if *scale != "" {
+		steps, err := parseSteps(*scale)
+		if err == nil {
+			so.steps, so.out, so.admission, so.concurrency = steps, o.out, o.admission, o.concurrency
+			// Ctrl-C or SIGTERM ends the step under way, stops the
+			// clusters and writes the table of what ran.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			err = runScale(ctx, so)
+			stop()
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench-scale: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)

@@ -1,0 +1,565 @@
+package main
+
+// The scale benchmark (`make bench-scale`, `bench -scale`): how the cost of
+// each side grows with the cluster. For each side it starts a control plane
+// with kwok's fake nodes (scalecluster.go), then grows the cluster step by
+// step (nodes, pods through Deployments, PodSecurityPolicies and
+// PersistentVolumeLabel rules) and measures at each step:
+//   - the time the step's Deployments take to become available, and the
+//     apiserver's CPU per request while they roll out;
+//   - with the cluster at that size, a probe's latencies (scaleworkload.go);
+//   - the apiserver's resident memory.
+// Sides run one after another, each alone on the machine.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	pspclient "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned"
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+// scaleStep is the size a step grows the cluster to.
+type scaleStep struct {
+	Nodes       int `json:"nodes"`
+	Pods        int `json:"pods"`
+	Policies    int `json:"policies"`
+	VolumeRules int `json:"volumeRules"`
+}
+
+func (s scaleStep) String() string {
+	return fmt.Sprintf("%d nodes, %d pods, %d policies, %d volume rules", s.Nodes, s.Pods, s.Policies, s.VolumeRules)
+}
+
+// parseSteps reads "NODES/PODS/POLICIES/RULES,...": each step at least as
+// big as the one before (a step only adds).
+func parseSteps(s string) ([]scaleStep, error) {
+	var steps []scaleStep
+	for i, field := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(field), "/")
+		if len(parts) != 4 {
+			return nil, fmt.Errorf("-steps: step %d %q: want NODES/PODS/POLICIES/RULES", i+1, field)
+		}
+		var n [4]int
+		for j, p := range parts {
+			v, err := strconv.Atoi(p)
+			if err != nil || v < 1 {
+				return nil, fmt.Errorf("-steps: step %d %q: %q is not a positive number", i+1, field, p)
+			}
+			n[j] = v
+		}
+		step := scaleStep{Nodes: n[0], Pods: n[1], Policies: n[2], VolumeRules: n[3]}
+		if len(steps) > 0 {
+			prev := steps[len(steps)-1]
+			if step.Nodes < prev.Nodes || step.Pods < prev.Pods || step.Policies < prev.Policies || step.VolumeRules < prev.VolumeRules {
+				return nil, fmt.Errorf("-steps: step %d (%s) is smaller than step %d (%s): steps only grow", i+1, step, i, prev)
+			}
+		}
+		steps = append(steps, step)
+	}
+	return steps, nil
+}
+
+type scaleOptions struct {
+	steps        []scaleStep
+	sides        string
+	out          string
+	admission    string
+	probes       int
+	concurrency  int
+	replicas     int
+	clientQPS    int
+	leaseSeconds int
+	podCIDR      string
+	stepTimeout  time.Duration
+	minMemoryMiB float64
+}
+
+// scaleSide is one control plane the benchmark grows.
+type scaleSide struct {
+	Name, Description string
+	Binary            string // empty: our kube-apiserver
+	Args              []string
+	// Turnstile sides get the PodSecurityPolicies and the
+	// PersistentVolumeLabel rules; upstream has neither.
+	Turnstile bool
+}
+
+func scaleSides(admissionConfig string) []scaleSide {
+	return []scaleSide{
+		{
+			Name:        "turnstile",
+			Description: "Turnstile with every documented controller that can run together (all-documented)",
+			Args:        []string{"--enable-admission-plugins=" + strings.Join(allDocumented, ","), "--admission-control-config-file=" + admissionConfig},
+			Turnstile:   true,
+		},
+		{
+			Name:        "upstream-same",
+			Description: "upstream with the upstream plugins of all-documented, configured the same",
+			Binary:      "kube-apiserver-upstream",
+			Args:        []string{"--enable-admission-plugins=" + strings.Join(upstreamOnly(allDocumented), ","), "--admission-control-config-file=" + admissionConfig},
+		},
+		{
+			Name:        "upstream",
+			Description: "upstream with its default plugins",
+			Binary:      "kube-apiserver-upstream",
+		},
+	}
+}
+
+// scaleFigure is what one side measured at one step.
+type scaleFigure struct {
+	Side string    `json:"side"`
+	Step scaleStep `json:"step"`
+	// Reached is false when the step could not be made; Reason says why.
+	Reached bool   `json:"reached"`
+	Reason  string `json:"reason,omitempty"`
+	// RolloutSeconds is from the step's first Deployment create until
+	// every workload pod is available.
+	RolloutSeconds float64 `json:"rolloutSeconds"`
+	// RolloutRequests and CPUPerRequestMs: the apiserver's requests
+	// (apiserver_request_total) and CPU per request while the step grew
+	// the cluster and its Deployments rolled out.
+	RolloutRequests float64            `json:"rolloutRequests"`
+	CPUPerRequestMs float64            `json:"cpuPerRequestMs"`
+	Latency         map[string]latency `json:"latency,omitempty"`
+	RSSMiB          float64            `json:"rssMiB"`
+	PeakRSSMiB      float64            `json:"peakRssMiB"`
+}
+
+type scaleReport struct {
+	Started time.Time     `json:"started"`
+	Machine string        `json:"machine"`
+	Sides   []scaleSide   `json:"sides"`
+	Steps   []scaleStep   `json:"steps"`
+	Figures []scaleFigure `json:"figures"`
+}
+
+func runScale(ctx context.Context, o scaleOptions) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	root, err := os.MkdirTemp("", "turnstile-bench-scale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	pki, err := framework.NewPKI(filepath.Join(root, "pki"))
+	if err != nil {
+		return err
+	}
+	admissionConfig := filepath.Join(root, "admission-config.yaml")
+	volumeRules := filepath.Join(root, "persistentvolumelabel.yaml")
+	if err := writeScaleAdmissionConfig(o.admission, admissionConfig, volumeRules); err != nil {
+		return err
+	}
+	rep := scaleReport{Started: time.Now().UTC(), Machine: machine(), Steps: o.steps}
+	for _, side := range scaleSides(admissionConfig) {
+		if o.sides != "" && !strings.Contains(","+o.sides+",", ","+side.Name+",") {
+			continue
+		}
+		rep.Sides = append(rep.Sides, side)
+		// Each side starts from the first step's rules.
+		if err := writeFileAtomic(volumeRules, []byte(volumeRulesYAML(o.steps[0].VolumeRules))); err != nil {
+			return err
+		}
+		figures, err := growSide(ctx, o, filepath.Join(root, side.Name), pki, side, volumeRules)
+		rep.Figures = append(rep.Figures, figures...)
+		if err == nil && ctx.Err() != nil {
+			err = fmt.Errorf("interrupted: %w", context.Cause(ctx))
+		}
+		if err != nil {
+			// What ran so far is still worth its table.
+			_ = writeScaleReport(o.out, rep)
+			return fmt.Errorf("%s: %w", side.Name, err)
+		}
+	}
+	printScaleTable(os.Stdout, rep)
+	return writeScaleReport(o.out, rep)
+}
+
+// writeScaleAdmissionConfig writes hack/bench's AdmissionConfiguration with
+// its paths made absolute and PersistentVolumeLabel's entry pointing at
+// volumeRules, which each step rewrites and Turnstile reloads.
+func writeScaleAdmissionConfig(source, dest, volumeRules string) error {
+	source, err := filepath.Abs(source)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(source)
+	if err != nil {
+		return err
+	}
+	var config map[string]any
+	if err := yaml.Unmarshal(data, &config); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	plugins, _ := config["plugins"].([]any)
+	found := false
+	for _, p := range plugins {
+		entry, ok := p.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: plugins: an entry is not a mapping", source)
+		}
+		if entry["name"] == "PersistentVolumeLabel" {
+			entry["path"], found = volumeRules, true
+			delete(entry, "configuration")
+		} else if path, ok := entry["path"].(string); ok && !filepath.IsAbs(path) {
+			entry["path"] = filepath.Join(filepath.Dir(source), path)
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s: no PersistentVolumeLabel entry for the scale benchmark's rules", source)
+	}
+	out, err := yaml.Marshal(config)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dest, out, 0o600)
+}
+
+// growSide starts side's control plane and grows it through every step. A
+// step it cannot make ends the side with a figure that says why; the
+// error is for failures of the benchmark itself.
+func growSide(ctx context.Context, o scaleOptions, dir string, pki *framework.PKI, side scaleSide, volumeRules string) ([]scaleFigure, error) {
+	fmt.Fprintf(os.Stderr, "bench-scale: %s: %s\n", side.Name, side.Description)
+	c, err := startScaleCluster(dir, pki, side.Binary, side.Args, o)
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	var psps pspclient.Interface
+	if side.Turnstile {
+		quiet := rest.CopyConfig(c.config)
+		quiet.WarningHandler = rest.NoWarnings{}
+		if psps, err = pspclient.NewForConfig(quiet); err != nil {
+			return nil, err
+		}
+	}
+	prober, err := c.apiserver.Config(probeUser)
+	if err != nil {
+		return nil, err
+	}
+	prober.QPS, prober.Burst, prober.ContentType = -1, 0, c.config.ContentType
+	probeClient, err := kubernetes.NewForConfig(prober)
+	if err != nil {
+		return nil, err
+	}
+	if err := setupScale(ctx, c.client); err != nil {
+		return nil, err
+	}
+	if err := waitForServiceAccounts(ctx, c); err != nil {
+		return nil, err
+	}
+	var figures []scaleFigure
+	for i, step := range o.steps {
+		fmt.Fprintf(os.Stderr, "bench-scale: %s: step %d of %d: %s\n", side.Name, i+1, len(o.steps), step)
+		f := scaleFigure{Side: side.Name, Step: step}
+		if mem, err := procMiB("/proc/meminfo", "MemAvailable:"); err == nil && mem < o.minMemoryMiB {
+			f.Reason = fmt.Sprintf("not attempted: %.0f MiB of memory available, below -min-memory %.0f MiB", mem, o.minMemoryMiB)
+			fmt.Fprintf(os.Stderr, "bench-scale: %s: %s\n", side.Name, f.Reason)
+			return append(figures, f), nil
+		}
+		if err := growStep(ctx, o, c, psps, probeClient, side, step, i, volumeRules, &f); err != nil {
+			f.Reason = err.Error()
+			fmt.Fprintf(os.Stderr, "bench-scale: %s: step %d not reached: %v\n", side.Name, i+1, err)
+			return append(figures, f), nil
+		}
+		f.Reached = true
+		figures = append(figures, f)
+	}
+	return figures, nil
+}
+
+func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclient.Interface, probeClient kubernetes.Interface, side scaleSide, step scaleStep, index int, volumeRules string, f *scaleFigure) error {
+	ctx, cancel := context.WithTimeout(ctx, o.stepTimeout)
+	defer cancel()
+	pid := c.apiserver.Pid()
+	cpuBefore, err := cpuSeconds(pid)
+	if err != nil {
+		return err
+	}
+	requestsBefore, err := c.requestsTotal(ctx)
+	if err != nil {
+		return err
+	}
+	if side.Turnstile {
+		if err := c.reloadVolumeRules(ctx, volumeRules, step.VolumeRules); err != nil {
+			return err
+		}
+	}
+	workers := 16
+	if err := ensurePolicies(ctx, c.client, psps, step.Policies, workers); err != nil {
+		return err
+	}
+	if err := ensureNodes(ctx, c.client, step.Nodes, workers); err != nil {
+		return err
+	}
+	began := time.Now()
+	if _, err := ensureDeployments(ctx, c.client, step.Pods, o.replicas, workers); err != nil {
+		return err
+	}
+	if err := c.waitAvailable(ctx, side.Name, step.Pods); err != nil {
+		return err
+	}
+	f.RolloutSeconds = time.Since(began).Seconds()
+	cpuAfter, err := cpuSeconds(pid)
+	if err != nil {
+		return err
+	}
+	requestsAfter, err := c.requestsTotal(ctx)
+	if err != nil {
+		return err
+	}
+	f.RolloutRequests = requestsAfter - requestsBefore
+	if f.RolloutRequests > 0 {
+		f.CPUPerRequestMs = (cpuAfter - cpuBefore) / f.RolloutRequests * 1000
+	}
+	fmt.Fprintf(os.Stderr, "bench-scale: %s: available in %.0f s; probing\n", side.Name, f.RolloutSeconds)
+	if f.Latency, err = probe(ctx, probeClient, o.probes, o.concurrency, step.VolumeRules, index); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	for op, l := range f.Latency {
+		if l.Errors > 0 {
+			return fmt.Errorf("probe: %d of the %q requests failed, the first: %s", l.Errors, op, l.FirstError)
+		}
+	}
+	if f.RSSMiB, err = procMiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:"); err != nil {
+		return err
+	}
+	f.PeakRSSMiB, err = peakRSSMiB(pid)
+	return err
+}
+
+// waitAvailable waits until pods workload pods are available, printing
+// progress every 15 s.
+func (c *scaleCluster) waitAvailable(ctx context.Context, side string, pods int) error {
+	last, seen := time.Now(), 0
+	for {
+		available, deployments, err := availablePods(ctx, c.client)
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if err == nil {
+			seen = available
+		}
+		if seen >= pods {
+			return nil
+		}
+		if err := c.alive(ctx); err != nil {
+			return fmt.Errorf("%d of %d pods available: %w", seen, pods, err)
+		}
+		if time.Since(last) > 15*time.Second {
+			fmt.Fprintf(os.Stderr, "bench-scale: %s: %d of %d pods available (%d Deployments)\n", side, available, pods, deployments)
+			last = time.Now()
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// waitForServiceAccounts waits for the service account controller's
+// default accounts, without which the ServiceAccount plugin refuses pods.
+func waitForServiceAccounts(ctx context.Context, c *scaleCluster) error {
+	namespaces := []string{probeNamespace}
+	for i := range scaleNamespaces {
+		namespaces = append(namespaces, workloadNamespace(i))
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, ns := range namespaces {
+		for {
+			if _, err := c.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+				break
+			}
+			if err := c.alive(ctx); err != nil {
+				return fmt.Errorf("waiting for the default service account of %s: %w", ns, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// requestsTotal is the sum of apiserver_request_total: every request the
+// apiserver has answered.
+func (c *scaleCluster) requestsTotal(ctx context.Context) (float64, error) {
+	sum := 0.0
+	err := c.scrape(ctx, func(name, line string, value float64) {
+		if name == "apiserver_request_total" {
+			sum += value
+		}
+	})
+	return sum, err
+}
+
+// scrape reads the apiserver's /metrics and calls each for every sample.
+func (c *scaleCluster) scrape(ctx context.Context, each func(name, line string, value float64)) error {
+	body, err := c.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("/metrics: %w", err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		space := strings.LastIndexByte(line, ' ')
+		name, _, _ := strings.Cut(line, "{")
+		name, _, _ = strings.Cut(name, " ")
+		value, err := strconv.ParseFloat(line[space+1:], 64)
+		if space < 0 || err != nil {
+			continue
+		}
+		each(name, line, value)
+	}
+	return sc.Err()
+}
+
+// reloadVolumeRules rewrites PersistentVolumeLabel's rules and waits until
+// Turnstile's admission configuration controller has reloaded them.
+func (c *scaleCluster) reloadVolumeRules(ctx context.Context, path string, rules int) error {
+	want := volumeRulesYAML(rules)
+	if current, err := os.ReadFile(path); err == nil && string(current) == want {
+		return nil
+	}
+	reloads := func(status string) (float64, error) {
+		sum := 0.0
+		err := c.scrape(ctx, func(name, line string, value float64) {
+			if name == "apiserver_admission_config_controller_automatic_reloads_total" && strings.Contains(line, `status="`+status+`"`) {
+				sum += value
+			}
+		})
+		return sum, err
+	}
+	before, err := reloads("success")
+	if err != nil {
+		return err
+	}
+	failedBefore, err := reloads("failure")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, []byte(want)); err != nil {
+		return err
+	}
+	for {
+		if n, err := reloads("success"); err != nil {
+			return err
+		} else if n > before {
+			return nil
+		}
+		if n, err := reloads("failure"); err != nil {
+			return err
+		} else if n > failedBefore {
+			return fmt.Errorf("kube-apiserver refused the %d PersistentVolumeLabel rules of %s (its log: %s)", rules, path, c.apiserver.Log)
+		}
+		if err := c.alive(ctx); err != nil {
+			return fmt.Errorf("waiting for the reload of %s: %w", path, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// scaleOps are the probe's operations in the order of the table.
+var scaleOps = []string{opPodCreate, opBinding, opPodStatus, opVolumeCreate, opListPodsNS, opListPodsPage, opListNodes}
+
+func printScaleTable(w io.Writer, rep scaleReport) {
+	fmt.Fprintf(w, "\n| side | nodes | pods | policies | rules | rollout s | CPU ms/req | RSS MiB |")
+	for _, op := range scaleOps {
+		fmt.Fprintf(w, " %s p50/p99 ms |", op)
+	}
+	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|---:|---:|")
+	for range scaleOps {
+		fmt.Fprintf(w, "---:|")
+	}
+	fmt.Fprintln(w)
+	for _, f := range rep.Figures {
+		s := f.Step
+		if !f.Reached {
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | not reached: %s |\n", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %.0f | %.2f | %.0f |", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB)
+		for _, op := range scaleOps {
+			l := f.Latency[op]
+			fmt.Fprintf(w, " %.1f / %.1f |", l.P50, l.P99)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// writeScaleReport writes the table (table.md, also printed), the raw
+// figures (latest.json) and the plot's panels (plot.json, for
+// test/scale/plot): each metric against the pods in the cluster, one line
+// per side.
+func writeScaleReport(dir string, rep scaleReport) error {
+	var table strings.Builder
+	printScaleTable(&table, rep)
+	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table.String()), 0o644); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "latest.json"), data, 0o644); err != nil {
+		return err
+	}
+	type series struct {
+		Name   string       `json:"name"`
+		Points [][2]float64 `json:"points"`
+	}
+	type panel struct {
+		Title  string   `json:"title"`
+		X      string   `json:"x"`
+		Y      string   `json:"y"`
+		Series []series `json:"series"`
+	}
+	metric := func(title, y string, value func(scaleFigure) float64) panel {
+		p := panel{Title: title, X: "pods in the cluster", Y: y}
+		for _, side := range rep.Sides {
+			s := series{Name: side.Name}
+			for _, f := range rep.Figures {
+				if f.Side == side.Name && f.Reached {
+					s.Points = append(s.Points, [2]float64{float64(f.Step.Pods), value(f)})
+				}
+			}
+			p.Series = append(p.Series, s)
+		}
+		return p
+	}
+	p99 := func(op string) func(scaleFigure) float64 {
+		return func(f scaleFigure) float64 { return f.Latency[op].P99 }
+	}
+	panels := []panel{
+		metric("pod create p99", "ms", p99(opPodCreate)),
+		metric("binding p99", "ms", p99(opBinding)),
+		metric("pod status patch p99", "ms", p99(opPodStatus)),
+		metric("volume create p99", "ms", p99(opVolumeCreate)),
+		metric("list pods of a namespace p99", "ms", p99(opListPodsNS)),
+		metric("list nodes p99", "ms", p99(opListNodes)),
+		metric("apiserver CPU per request", "ms", func(f scaleFigure) float64 { return f.CPUPerRequestMs }),
+		metric("apiserver resident memory", "MiB", func(f scaleFigure) float64 { return f.RSSMiB }),
+		metric("Deployments available after", "s", func(f scaleFigure) float64 { return f.RolloutSeconds }),
+	}
+	plot, err := json.MarshalIndent(map[string]any{"title": "kube-apiserver cost against cluster size (" + rep.Machine + ")", "panels": panels}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "plot.json"), plot, 0o644)
+}

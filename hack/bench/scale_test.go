@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+
+	turnstileadmission "github.com/turnstile-k8s/turnstile/pkg/admission"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/configfile"
+)
+
+func TestParseSteps(t *testing.T) {
+	for _, tc := range []struct {
+		in, err string
+		want    []scaleStep
+	}{
+		{in: "100/3000/1/1,1000/10000/100/100", want: []scaleStep{{100, 3000, 1, 1}, {1000, 10000, 100, 100}}},
+		{in: " 5/50/2/3 ", want: []scaleStep{{5, 50, 2, 3}}},
+		{in: "100/3000/1", err: `step 1 "100/3000/1": want NODES/PODS/POLICIES/RULES`},
+		{in: "100/3000/0/1", err: `"0" is not a positive number`},
+		{in: "100/x/1/1", err: `"x" is not a positive number`},
+		{in: "100/3000/1/1,50/3000/1/1", err: "step 2 (50 nodes, 3000 pods, 1 policies, 1 volume rules) is smaller than step 1"},
+	} {
+		got, err := parseSteps(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("parseSteps(%q) = %v, want an error containing %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || len(got) != len(tc.want) {
+			t.Errorf("parseSteps(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("parseSteps(%q)[%d] = %v, want %v", tc.in, i, got[i], tc.want[i])
+			}
+		}
+	}
+}
+
+// TestScaleAdmissionConfig checks that what the benchmark hands the
+// apiserver passes Turnstile's strict loader, with every step's rule count:
+// a refused reload would stop the benchmark mid-run.
+func TestScaleAdmissionConfig(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "admission-config.yaml")
+	rules := filepath.Join(dir, "persistentvolumelabel.yaml")
+	if err := writeScaleAdmissionConfig("admission-config.yaml", config, rules); err != nil {
+		t.Fatal(err)
+	}
+	o := kubeoptions.NewAdmissionOptions()
+	if err := turnstileadmission.Apply(o.GenericAdmission); err != nil {
+		t.Fatal(err)
+	}
+	plugins := configfile.Plugins{Registered: o.GenericAdmission.Plugins.Registered(), Enabled: allDocumented}
+	for _, n := range []int{1, 100, 1000} {
+		if err := writeFileAtomic(rules, []byte(volumeRulesYAML(n))); err != nil {
+			t.Fatal(err)
+		}
+		if err := configfile.Validate(config, plugins); err != nil {
+			t.Errorf("%d rules: the apiserver would refuse the configuration: %v", n, err)
+		}
+	}
+	if got := strings.Count(volumeRulesYAML(7), "idRegex"); got != 7 {
+		t.Errorf("volumeRulesYAML(7) has %d rules", got)
+	}
+	if err := writeScaleAdmissionConfig(filepath.Join(dir, "missing.yaml"), config, rules); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing source: %v, want a not-exist error", err)
+	}
+	noVolumeLabel := filepath.Join(dir, "no-pvl.yaml")
+	if err := os.WriteFile(noVolumeLabel, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeScaleAdmissionConfig(noVolumeLabel, config, rules); err == nil || !strings.Contains(err.Error(), "no PersistentVolumeLabel entry") {
+		t.Errorf("a source without PersistentVolumeLabel: %v", err)
+	}
+}
+
+func TestRecorder(t *testing.T) {
+	r := newRecorder()
+	for i := 1; i <= 100; i++ {
+		_ = r.time("op", func() error { time.Sleep(time.Duration(i) * 10 * time.Microsecond); return nil })
+	}
+	boom := errors.New("boom")
+	if err := r.time("op", func() error { return boom }); err != boom {
+		t.Errorf("time returned %v, want the request's error", err)
+	}
+	_ = r.time("failing", func() error { return boom })
+	got := r.latencies()
+	op := got["op"]
+	if op.Count != 100 || op.Errors != 1 || op.FirstError != "boom" {
+		t.Errorf("op = %+v, want 100 timed, 1 error", op)
+	}
+	if !(op.P50 > 0 && op.P50 <= op.P99) {
+		t.Errorf("op: p50 %v, p99 %v", op.P50, op.P99)
+	}
+	if f := got["failing"]; f.Count != 0 || f.Errors != 1 {
+		t.Errorf("failing = %+v, want only an error", f)
+	}
+}
+
+func TestScaleReport(t *testing.T) {
+	dir := t.TempDir()
+	rep := scaleReport{
+		Machine: "test",
+		Sides:   []scaleSide{{Name: "turnstile"}, {Name: "upstream"}},
+		Steps:   []scaleStep{{1, 10, 1, 1}, {2, 20, 2, 2}},
+		Figures: []scaleFigure{
+			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}},
+			{Side: "turnstile", Step: scaleStep{2, 20, 2, 2}, Reason: "not attempted: memory"},
+			{Side: "upstream", Step: scaleStep{1, 10, 1, 1}, Reached: true},
+			{Side: "upstream", Step: scaleStep{2, 20, 2, 2}, Reached: true},
+		},
+	}
+	if err := writeScaleReport(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "table.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| turnstile | 1 | 10 | 1 | 1 |", "1.0 / 2.0", "| turnstile | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("table.md lacks %q:\n%s", want, table)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "plot.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plot struct {
+		Panels []struct {
+			Title  string
+			Series []struct {
+				Name   string
+				Points [][2]float64
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &plot); err != nil {
+		t.Fatal(err)
+	}
+	if len(plot.Panels) == 0 || plot.Panels[0].Title != "pod create p99" {
+		t.Fatalf("plot.json panels: %+v", plot.Panels)
+	}
+	// An unreached step is no point: turnstile has one, upstream two.
+	series := plot.Panels[0].Series
+	if len(series) != 2 || len(series[0].Points) != 1 || series[0].Points[0] != [2]float64{10, 2} || len(series[1].Points) != 2 {
+		t.Errorf("pod create p99 series: %+v", series)
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/turnstile-k8s/turnstile/internal/process"
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+// scaleCluster is one side's control plane for the scale benchmark: etcd
+// and kube-apiserver (startServer), kube-controller-manager and
+// kube-scheduler as a kubeadm cluster runs them (their own identities, the
+// controllers with service account credentials), and kwok, which plays
+// the kubelets of the fake nodes.
+type scaleCluster struct {
+	*server
+	dir        string
+	components []*process.Process // stopped in reverse order
+}
+
+// kcmControllers are the controllers a Deployment's life needs, plus the
+// node lifecycle controller and pod garbage collection that every cluster
+// runs against its nodes and pods.
+const kcmControllers = "deployment,replicaset,serviceaccount,garbagecollector,nodelifecycle,podgc"
+
+// kwokNodeLabel marks the nodes kwok manages; the probe's node has no such
+// label, so only the probe writes to its pods.
+const kwokNodeLabel = "type=kwok"
+
+func startScaleCluster(dir string, pki *framework.PKI, binary string, args []string, o scaleOptions) (*scaleCluster, error) {
+	s, err := startServer(dir, pki, binary, args)
+	if err != nil {
+		return nil, err
+	}
+	c := &scaleCluster{server: s, dir: dir}
+	// start runs binary name as user (in groups, with a kubeconfig of its
+	// own) with the flags args gives for that kubeconfig and a free port.
+	start := func(name, user string, groups []string, args func(kubeconfig string, port int) []string) error {
+		path, err := framework.Binary(name)
+		if err != nil {
+			return err
+		}
+		kubeconfig := filepath.Join(dir, name+".kubeconfig")
+		if err := s.apiserver.WriteKubeconfig(kubeconfig, user, groups...); err != nil {
+			return err
+		}
+		port, err := framework.FreePort()
+		if err != nil {
+			return err
+		}
+		p, err := process.Start(name, filepath.Join(dir, name+".log"), append([]string{path}, args(kubeconfig, port)...))
+		if err != nil {
+			return err
+		}
+		c.components = append(c.components, p)
+		return nil
+	}
+	// The controllers' defaults (20 and 30 queries a second for
+	// kube-controller-manager, 50 and 100 for kube-scheduler) are sized for
+	// a cluster's day; the steps create pods by the thousand.
+	qps := []string{"--kube-api-qps=" + strconv.Itoa(o.clientQPS), "--kube-api-burst=" + strconv.Itoa(2*o.clientQPS)}
+	serving := func(kubeconfig string, port int) []string {
+		return []string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--leader-elect=false"}
+	}
+	stages, err := framework.Binary("kwok-stages.yaml")
+	if err == nil {
+		err = start("kube-controller-manager", "system:kube-controller-manager", nil, func(kubeconfig string, port int) []string {
+			return append(append(serving(kubeconfig, port), qps...),
+				"--use-service-account-credentials=true", "--root-ca-file="+filepath.Join(pki.Dir, "ca.crt"), "--controllers="+kcmControllers,
+				// kwok renews a thousand leases from one process; while a
+				// step creates pods by the thousand it can fall tens of
+				// seconds behind, and the default 50 s grace would mark
+				// nodes NotReady and their pods unready, which no real
+				// kubelet's delay would cause.
+				"--node-monitor-grace-period=5m")
+		})
+	}
+	if err == nil {
+		err = start("kube-scheduler", "system:kube-scheduler", nil, func(kubeconfig string, port int) []string {
+			return append(serving(kubeconfig, port), qps...)
+		})
+	}
+	if err == nil {
+		// kwok plays every kubelet with one identity; NodeRestriction
+		// would hold a real kubelet to its own node.
+		err = start("kwok", "kwok", []string{"system:masters"}, func(kubeconfig string, port int) []string {
+			return []string{"--kubeconfig=" + kubeconfig, "--config=" + stages,
+				"--manage-nodes-with-label-selector=" + kwokNodeLabel,
+				// Nodes on loopback; pod IPs come from a range of loopback
+				// too: nothing is sent to them, and nothing would leave the
+				// machine if it were.
+				"--node-ip=127.0.0.1", "--cidr=" + o.podCIDR,
+				"--server-address=127.0.0.1:" + strconv.Itoa(port),
+				"--node-lease-duration-seconds=" + strconv.Itoa(o.leaseSeconds),
+			}
+		})
+	}
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	// A component that exits early (a bad flag, a port taken) fails the
+	// run here instead of as a step that never becomes available.
+	time.Sleep(2 * time.Second)
+	if err := c.exited(); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// exited reports the first component that is no longer running, with the
+// end of its log.
+func (c *scaleCluster) exited() error {
+	for _, p := range c.components {
+		select {
+		case <-p.Done():
+			return fmt.Errorf("%s exited: %v\n%s", p.Name, p.Err(), p.Tail(20))
+		default:
+		}
+	}
+	select {
+	case <-c.apiserver.Done():
+		return fmt.Errorf("kube-apiserver exited: %v\n%s", c.apiserver.Err(), c.apiserver.Tail(20))
+	default:
+	}
+	return nil
+}
+
+func (c *scaleCluster) stop() {
+	for i := len(c.components) - 1; i >= 0; i-- {
+		_ = c.components[i].Stop(syscall.SIGTERM, 30*time.Second)
+	}
+	c.server.stop()
+}
+
+// alive fails as soon as a component of the cluster exits, so that a wait
+// does not run into its timeout for a process that is gone.
+func (c *scaleCluster) alive(ctx context.Context) error {
+	if err := c.exited(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
