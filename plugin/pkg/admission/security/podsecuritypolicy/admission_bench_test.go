@@ -110,7 +110,7 @@ func BenchmarkValidate(b *testing.B) { benchPhases(b, false, true) }
 func BenchmarkCreate(b *testing.B)   { benchPhases(b, true, true) }
 
 func benchPhases(b *testing.B, admit, validate bool) {
-	for _, n := range []int{1, 10, 100} {
+	for _, n := range []int{1, 10, 100, 1000} {
 		b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
 			p, pod, requester := benchCluster(b, n)
 			ctx := context.Background()
