@@ -204,15 +204,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	root, err := os.MkdirTemp("", "turnstile-bench-")
+	root, pki, err := workspace("turnstile-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(root)
-	pki, err := framework.NewPKI(filepath.Join(root, "pki"))
-	if err != nil {
-		return err
-	}
 	rep := report{Started: time.Now().UTC(), Machine: machine(), Pairs: o.pairs, Duration: o.duration.String(), Concurrency: o.concurrency}
 	for _, c := range configurations(admissionConfig) {
 		for _, s := range scenarios {
@@ -244,6 +240,21 @@ func run(o options) error {
 		fmt.Printf("\nMicrobenchmarks (go test -bench):\n%s", rep.Micro)
 	}
 	return writeJSON(o.out, rep)
+}
+
+// workspace makes a temporary directory for a run's servers, with the
+// PKI they share; the caller removes it.
+func workspace(prefix string) (string, *framework.PKI, error) {
+	root, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	pki, err := framework.NewPKI(filepath.Join(root, "pki"))
+	if err != nil {
+		os.RemoveAll(root)
+		return "", nil, err
+	}
+	return root, pki, nil
 }
 
 // measure runs one scenario of one configuration: both servers fresh, then

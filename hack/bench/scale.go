@@ -152,15 +152,11 @@ func runScale(ctx context.Context, o scaleOptions) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	root, err := os.MkdirTemp("", "turnstile-bench-scale-")
+	root, pki, err := workspace("turnstile-bench-scale-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(root)
-	pki, err := framework.NewPKI(filepath.Join(root, "pki"))
-	if err != nil {
-		return err
-	}
 	admissionConfig := filepath.Join(root, "admission-config.yaml")
 	volumeRules := filepath.Join(root, "persistentvolumelabel.yaml")
 	if err := writeScaleAdmissionConfig(o.admission, admissionConfig, volumeRules); err != nil {
@@ -287,12 +283,7 @@ func growSide(ctx context.Context, o scaleOptions, dir string, pki *framework.PK
 func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclient.Interface, probeClient kubernetes.Interface, side scaleSide, step scaleStep, index int, volumeRules string, f *scaleFigure) error {
 	ctx, cancel := context.WithTimeout(ctx, o.stepTimeout)
 	defer cancel()
-	pid := c.apiserver.Pid()
-	cpuBefore, err := cpuSeconds(pid)
-	if err != nil {
-		return err
-	}
-	requestsBefore, err := c.requestsTotal(ctx)
+	cpuBefore, requestsBefore, err := c.usage(ctx)
 	if err != nil {
 		return err
 	}
@@ -309,18 +300,14 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 		return err
 	}
 	began := time.Now()
-	if _, err := ensureDeployments(ctx, c.client, step.Pods, o.replicas, workers); err != nil {
+	if err := ensureDeployments(ctx, c.client, step.Pods, o.replicas, workers); err != nil {
 		return err
 	}
 	if err := c.waitAvailable(ctx, side.Name, step.Pods); err != nil {
 		return err
 	}
 	f.RolloutSeconds = time.Since(began).Seconds()
-	cpuAfter, err := cpuSeconds(pid)
-	if err != nil {
-		return err
-	}
-	requestsAfter, err := c.requestsTotal(ctx)
+	cpuAfter, requestsAfter, err := c.usage(ctx)
 	if err != nil {
 		return err
 	}
@@ -337,6 +324,7 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 			return fmt.Errorf("probe: %d of the %q requests failed, the first: %s", l.Errors, op, l.FirstError)
 		}
 	}
+	pid := c.apiserver.Pid()
 	if f.RSSMiB, err = procMiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:"); err != nil {
 		return err
 	}
@@ -393,16 +381,18 @@ func waitForServiceAccounts(ctx context.Context, c *scaleCluster) error {
 	return nil
 }
 
-// requestsTotal is the sum of apiserver_request_total: every request the
-// apiserver has answered.
-func (c *scaleCluster) requestsTotal(ctx context.Context) (float64, error) {
-	sum := 0.0
-	err := c.scrape(ctx, func(name, line string, value float64) {
+// usage is the apiserver's CPU seconds so far and the sum of
+// apiserver_request_total: every request it has answered.
+func (c *scaleCluster) usage(ctx context.Context) (cpu, requests float64, err error) {
+	if cpu, err = cpuSeconds(c.apiserver.Pid()); err != nil {
+		return 0, 0, err
+	}
+	err = c.scrape(ctx, func(name, line string, value float64) {
 		if name == "apiserver_request_total" {
-			sum += value
+			requests += value
 		}
 	})
-	return sum, err
+	return cpu, requests, err
 }
 
 // scrape reads the apiserver's /metrics and calls each for every sample.
@@ -418,14 +408,11 @@ func (c *scaleCluster) scrape(ctx context.Context, each func(name, line string, 
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		space := strings.LastIndexByte(line, ' ')
 		name, _, _ := strings.Cut(line, "{")
 		name, _, _ = strings.Cut(name, " ")
-		value, err := strconv.ParseFloat(line[space+1:], 64)
-		if space < 0 || err != nil {
-			continue
+		if value, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			each(name, line, value)
 		}
-		each(name, line, value)
 	}
 	return sc.Err()
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -46,37 +47,15 @@ func tenantPolicy(i int) string { return fmt.Sprintf("tenant-%04d", i) }
 // parallel runs do(i) for i in [from, to) on workers goroutines and returns
 // the first error.
 func parallel(ctx context.Context, from, to, workers int, do func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := do(ctx, i); err != nil {
-					once.Do(func() { first = err; cancel() })
-				}
-			}
-		}()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := from; i < to && gctx.Err() == nil; i++ {
+		g.Go(func() error { return do(gctx, i) })
 	}
-	for i := from; i < to && ctx.Err() == nil; i++ {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-		}
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	close(next)
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		first = ctx.Err()
-	}
-	return first
+	return ctx.Err()
 }
 
 // ignoreExists makes a create idempotent, so that a step can top up what
@@ -232,9 +211,9 @@ func workloadPod(app string) corev1.PodTemplateSpec {
 
 // ensureDeployments tops the workloads up to pods pods, in Deployments of
 // replicas each, spread over the workload namespaces.
-func ensureDeployments(ctx context.Context, c kubernetes.Interface, pods, replicas, workers int) (int, error) {
+func ensureDeployments(ctx context.Context, c kubernetes.Interface, pods, replicas, workers int) error {
 	count := (pods + replicas - 1) / replicas
-	err := parallel(ctx, 0, count, workers, func(ctx context.Context, i int) error {
+	return parallel(ctx, 0, count, workers, func(ctx context.Context, i int) error {
 		name := fmt.Sprintf("app-%04d", i)
 		r := min(replicas, pods-i*replicas)
 		d := &appsv1.Deployment{
@@ -258,7 +237,6 @@ func ensureDeployments(ctx context.Context, c kubernetes.Interface, pods, replic
 		}
 		return nil
 	})
-	return count, err
 }
 
 // availablePods sums the available replicas of every workload Deployment.
