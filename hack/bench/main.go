@@ -124,7 +124,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 8*time.Second, "length of one measured run")
 	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "unmeasured load on each server before the pairs")
 	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent clients")
-	flag.DurationVar(&o.profile, "profile-duration", 30*time.Second, "length of the profiled run (100 samples a second)")
+	flag.DurationVar(&o.profile, "profile-duration", 30*time.Second, "length of the profiled run (100 samples a second); with -scale, of the CPU profile at the start of each step's rollout")
 	flag.StringVar(&o.profileOf, "profile", "all-documented/pods", "configuration/scenario whose Turnstile side gets one more run under a CPU profile, attributed to admission plugins")
 	flag.StringVar(&o.out, "out", "_output/bench", "directory for the JSON report")
 	flag.StringVar(&o.admission, "admission-config", "hack/bench/admission-config.yaml", "AdmissionConfiguration for all-documented")
@@ -151,7 +151,7 @@ func main() {
 	if *scale != "" {
 		steps, err := parseSteps(*scale)
 		if err == nil {
-			so.steps, so.out, so.admission, so.concurrency = steps, o.out, o.admission, o.concurrency
+			so.steps, so.out, so.admission, so.concurrency, so.profile = steps, o.out, o.admission, o.concurrency, o.profile
 			// Ctrl-C or SIGTERM ends the step under way, stops the
 			// clusters and writes the table of what ran.
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

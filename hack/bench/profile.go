@@ -97,9 +97,9 @@ func (s *server) cpuProfile(ctx context.Context, d time.Duration) (*profile.Prof
 	return profile.Parse(bytes.NewReader(data))
 }
 
-// profiledLoad runs the scenario for d while the apiserver profiles itself
-// for the same d, and attributes the profile.
-func (s *server) profiledLoad(ctx context.Context, sc scenario, concurrency int, d time.Duration) (profileReport, error) {
+// profileInBackground starts a CPU profile of d and returns a function
+// that waits for it.
+func (s *server) profileInBackground(ctx context.Context, d time.Duration) func() (*profile.Profile, error) {
 	type taken struct {
 		p   *profile.Profile
 		err error
@@ -109,25 +109,66 @@ func (s *server) profiledLoad(ctx context.Context, sc scenario, concurrency int,
 		p, err := s.cpuProfile(ctx, d)
 		done <- taken{p, err}
 	}()
+	return func() (*profile.Profile, error) {
+		got := <-done
+		return got.p, got.err
+	}
+}
+
+// heapProfile takes the apiserver's heap profile after a garbage
+// collection, so that its in-use figures are what is live.
+func (s *server) heapProfile(ctx context.Context) (*profile.Profile, error) {
+	data, err := s.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("/debug/pprof/heap: %w", err)
+	}
+	return profile.Parse(bytes.NewReader(data))
+}
+
+// inUseMiB sums a heap profile's inuse_space: the live heap.
+func inUseMiB(p *profile.Profile) (float64, error) {
+	i := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool { return t.Type == "inuse_space" && t.Unit == "bytes" })
+	if i < 0 {
+		return 0, fmt.Errorf("the heap profile has no inuse_space/bytes samples")
+	}
+	var sum int64
+	for _, sample := range p.Sample {
+		sum += sample.Value[i]
+	}
+	return float64(sum) / (1 << 20), nil
+}
+
+// writeProfile writes p for `go tool pprof`.
+func writeProfile(p *profile.Profile, path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(out); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// profiledLoad runs the scenario for d while the apiserver profiles itself
+// for the same d, and attributes the profile.
+func (s *server) profiledLoad(ctx context.Context, sc scenario, concurrency int, d time.Duration) (profileReport, error) {
+	wait := s.profileInBackground(ctx, d)
 	f, err := s.load(ctx, sc, concurrency, d, "profiled")
-	got := <-done
+	p, profileErr := wait()
 	if err != nil {
 		return profileReport{}, err
 	}
-	if got.err != nil {
-		return profileReport{}, got.err
+	if profileErr != nil {
+		return profileReport{}, profileErr
 	}
 	if s.profileFile != "" {
-		out, err := os.Create(s.profileFile)
-		if err != nil {
-			return profileReport{}, err
-		}
-		defer out.Close()
-		if err := got.p.Write(out); err != nil {
+		if err := writeProfile(p, s.profileFile); err != nil {
 			return profileReport{}, err
 		}
 	}
-	r, err := attribute(got.p, f.Requests, d)
+	r, err := attribute(p, f.Requests, d)
 	r.File = s.profileFile
 	return r, err
 }
@@ -183,6 +224,21 @@ func attribute(p *profile.Profile, creates int, d time.Duration) (profileReport,
 		return strings.Compare(a.Plugin, b.Plugin)
 	})
 	return r, nil
+}
+
+// shares is the admission chain's and PodSecurityPolicy's share of the
+// profile's CPU, as the scale table prints them.
+func (r *profileReport) shares() string {
+	if r == nil {
+		return "-"
+	}
+	psp := 0.0
+	for _, p := range r.Plugins {
+		if p.Plugin == "PodSecurityPolicy" {
+			psp = p.Share
+		}
+	}
+	return fmt.Sprintf("%.1f / %.1f", 100*r.Chain.Share, 100*psp)
 }
 
 // packageOf returns the import path of a function's package, from a name

@@ -86,6 +86,7 @@ type scaleOptions struct {
 	podCIDR      string
 	stepTimeout  time.Duration
 	minMemoryMiB float64
+	profile      time.Duration
 }
 
 // scaleSide is one control plane the benchmark grows.
@@ -138,6 +139,14 @@ type scaleFigure struct {
 	Latency         map[string]latency `json:"latency,omitempty"`
 	RSSMiB          float64            `json:"rssMiB"`
 	PeakRSSMiB      float64            `json:"peakRssMiB"`
+	// LiveHeapMiB is the heap in use after a garbage collection, once
+	// the step is probed: the part of RSS that is neither garbage waiting
+	// for the collector nor memory the runtime has yet to return.
+	LiveHeapMiB float64 `json:"liveHeapMiB"`
+	HeapProfile string  `json:"heapProfile,omitempty"`
+	// Profile is a CPU profile of the rollout's first seconds, attributed
+	// to admission plugins; its File is the raw profile.
+	Profile *profileReport `json:"profile,omitempty"`
 }
 
 type scaleReport struct {
@@ -300,6 +309,7 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 		return err
 	}
 	began := time.Now()
+	profiled := c.profileInBackground(ctx, o.profile)
 	if err := ensureDeployments(ctx, c.client, step.Pods, o.replicas, workers); err != nil {
 		return err
 	}
@@ -307,6 +317,20 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 		return err
 	}
 	f.RolloutSeconds = time.Since(began).Seconds()
+	files := filepath.Join(o.out, fmt.Sprintf("%s-step%d", side.Name, index+1))
+	cpu, err := profiled()
+	if err != nil {
+		return fmt.Errorf("CPU profile of the rollout: %w", err)
+	}
+	report, err := attribute(cpu, 0, o.profile)
+	if err != nil {
+		return err
+	}
+	report.Of, report.File = side.Name+": the rollout's first seconds", files+".cpu.pprof"
+	if err := writeProfile(cpu, report.File); err != nil {
+		return err
+	}
+	f.Profile = &report
 	cpuAfter, requestsAfter, err := c.usage(ctx)
 	if err != nil {
 		return err
@@ -328,8 +352,18 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	if f.RSSMiB, err = procMiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:"); err != nil {
 		return err
 	}
-	f.PeakRSSMiB, err = peakRSSMiB(pid)
-	return err
+	if f.PeakRSSMiB, err = peakRSSMiB(pid); err != nil {
+		return err
+	}
+	heap, err := c.heapProfile(ctx)
+	if err != nil {
+		return err
+	}
+	if f.LiveHeapMiB, err = inUseMiB(heap); err != nil {
+		return err
+	}
+	f.HeapProfile = files + ".heap.pprof"
+	return writeProfile(heap, f.HeapProfile)
 }
 
 // waitAvailable waits until pods workload pods are available, printing
@@ -466,11 +500,11 @@ func (c *scaleCluster) reloadVolumeRules(ctx context.Context, path string, rules
 var scaleOps = []string{opPodCreate, opBinding, opPodStatus, opVolumeCreate, opListPodsNS, opListPodsPage, opListNodes}
 
 func printScaleTable(w io.Writer, rep scaleReport) {
-	fmt.Fprintf(w, "\n| side | nodes | pods | policies | rules | rollout s | CPU ms/req | RSS MiB |")
+	fmt.Fprintf(w, "\n| side | nodes | pods | policies | rules | rollout s | CPU ms/req | RSS MiB | live heap MiB | admission / PSP %% of CPU |")
 	for _, op := range scaleOps {
 		fmt.Fprintf(w, " %s p50/p99 ms |", op)
 	}
-	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for range scaleOps {
 		fmt.Fprintf(w, "---:|")
 	}
@@ -481,7 +515,7 @@ func printScaleTable(w io.Writer, rep scaleReport) {
 			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | not reached: %s |\n", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %.0f | %.2f | %.0f |", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB)
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s |", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares())
 		for _, op := range scaleOps {
 			l := f.Latency[op]
 			fmt.Fprintf(w, " %.1f / %.1f |", l.P50, l.P99)

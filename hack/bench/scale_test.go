@@ -114,7 +114,8 @@ func TestScaleReport(t *testing.T) {
 		Sides:   []scaleSide{{Name: "turnstile"}, {Name: "upstream"}},
 		Steps:   []scaleStep{{1, 10, 1, 1}, {2, 20, 2, 2}},
 		Figures: []scaleFigure{
-			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}},
+			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123,
+				Profile: &profileReport{Chain: pluginCost{Share: 0.25}, Plugins: []pluginCost{{Plugin: "LimitRanger", Share: 0.1}, {Plugin: "PodSecurityPolicy", Share: 0.031}}}},
 			{Side: "turnstile", Step: scaleStep{2, 20, 2, 2}, Reason: "not attempted: memory"},
 			{Side: "upstream", Step: scaleStep{1, 10, 1, 1}, Reached: true},
 			{Side: "upstream", Step: scaleStep{2, 20, 2, 2}, Reached: true},
@@ -127,7 +128,7 @@ func TestScaleReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| turnstile | 1 | 10 | 1 | 1 |", "1.0 / 2.0", "| turnstile | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
+	for _, want := range []string{"| turnstile | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
 		if !strings.Contains(string(table), want) {
 			t.Errorf("table.md lacks %q:\n%s", want, table)
 		}

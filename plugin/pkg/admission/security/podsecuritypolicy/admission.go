@@ -219,14 +219,16 @@ var errNoProviders = errors.New("no providers available to validate pod request"
 // pod, Mutated copies only what the defaults write, the per-pod work
 // (paths, effective profiles) is done once in a Subject, Admits stops at a
 // policy's first error, and the authorizer is consulted only for policies
-// that accept the pod, or on rejection. The outcome is the same.
+// that accept the pod, or on rejection. Where the requester's rules name
+// the policies it may use, only those are tried (candidates). The outcome
+// is the same.
 func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Pod, mutationAllowed bool, hint string) (*api.Pod, string, field.ErrorList, error) {
-	providers := p.policies.providers()
-	if len(providers) == 0 {
+	policies := p.policies.snapshot()
+	if len(policies.sorted) == 0 {
 		return nil, "", nil, errNoProviders
 	}
 	requester := newRequester(ctx, p.authz, p.rules, a, pod)
-	ordered := order(providers, mutationAllowed, hint)
+	ordered := order(requester.candidates(policies), mutationAllowed, hint)
 	subject := podsecuritypolicy.NewSubject(pod)
 	var mutating []*podsecuritypolicy.Provider
 	for pr := range ordered {
@@ -368,6 +370,44 @@ func (r *requester) ruledOut(name string) bool {
 		}
 	}
 	return true
+}
+
+// candidates narrows the policies to those that the identities' rules
+// grant, when both identities' rules are listed completely and neither
+// grants every policy: the authorizer would refuse any other, so choose
+// need not look at them, and a cluster with a policy per tenant costs a
+// pod creation the few policies its requester may use, not all of them.
+// Otherwise every policy is a candidate and mayUse decides, as in v1.24.
+func (r *requester) candidates(policies *policySnapshot) []*podsecuritypolicy.Provider {
+	granted := sets.New[string]()
+	for _, u := range r.identities() {
+		if u == nil {
+			continue
+		}
+		rules := r.rulesFor(u)
+		if rules == nil || !rules.complete {
+			return policies.sorted
+		}
+		for _, group := range policyGroups {
+			if rules.all[group] {
+				return policies.sorted
+			}
+			for name := range rules.names[group] {
+				granted.Insert(name)
+			}
+		}
+	}
+	if len(granted) >= len(policies.sorted) {
+		return policies.sorted
+	}
+	narrowed := make([]*podsecuritypolicy.Provider, 0, len(granted))
+	for name := range granted {
+		if pr, ok := policies.byName[name]; ok {
+			narrowed = append(narrowed, pr)
+		}
+	}
+	sortByName(narrowed)
+	return narrowed
 }
 
 // identities are the service account, then the user; either may be nil.

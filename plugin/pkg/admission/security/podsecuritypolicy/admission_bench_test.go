@@ -142,7 +142,7 @@ func benchPhases(b *testing.B, admit, validate bool) {
 func BenchmarkAdmitHarderCases(b *testing.B) {
 	cases := map[string]func(p *Plugin, pod *api.Pod){
 		"every-policy-accepts-last-granted": func(p *Plugin, pod *api.Pod) {
-			for _, pr := range p.policies.providers() {
+			for _, pr := range p.policies.snapshot().sorted {
 				psp := teamPolicy(pr.Name(), 10000)
 				psp.Spec.RunAsUser.Ranges[0].Max = 1 << 30
 				psp.Spec.FSGroup.Ranges[0].Max = 1 << 30

@@ -72,7 +72,7 @@ func loadExamples(t *testing.T) *Plugin {
 			}
 		}
 	}
-	if got := len(p.policies.providers()); got != 3 {
+	if got := len(p.policies.snapshot().sorted); got != 3 {
 		t.Fatalf("%d usable policies in %spolicies.yaml, want 3", got, examples)
 	}
 	p.SetAuthorizer(rbacAuthorizer(t, grants...))

@@ -2,6 +2,7 @@ package podsecuritypolicy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -33,24 +34,30 @@ var scheme = func() *runtime.Scheme {
 
 // policyCache holds a provider for every policy, built when the informer
 // delivers the policy rather than on each request, and publishes them
-// sorted by name. Readers take the published slice without locking.
+// sorted by name, with an index by name. Readers take the published
+// snapshot without locking.
 type policyCache struct {
-	mu     sync.Mutex
+	mu        sync.Mutex
+	byName    map[string]*podsecuritypolicy.Provider
+	published atomic.Pointer[policySnapshot]
+}
+
+// policySnapshot is the usable providers at one moment: sorted by name,
+// and by name for looking up the few an identity is granted. Neither may
+// be modified.
+type policySnapshot struct {
+	sorted []*podsecuritypolicy.Provider
 	byName map[string]*podsecuritypolicy.Provider
-	sorted atomic.Pointer[[]*podsecuritypolicy.Provider]
 }
 
 func newPolicyCache() *policyCache {
 	c := &policyCache{byName: map[string]*podsecuritypolicy.Provider{}}
-	c.sorted.Store(&[]*podsecuritypolicy.Provider{})
+	c.published.Store(&policySnapshot{})
 	return c
 }
 
-// providers returns the usable providers, sorted by name. The slice must
-// not be modified.
-func (c *policyCache) providers() []*podsecuritypolicy.Provider {
-	return *c.sorted.Load()
-}
+// snapshot returns the usable providers, sorted and by name.
+func (c *policyCache) snapshot() *policySnapshot { return c.published.Load() }
 
 // set builds and stores the provider of psp. A policy that cannot be
 // applied is logged and left out, as in v1.24.
@@ -74,14 +81,18 @@ func (c *policyCache) delete(name string) {
 	c.publish()
 }
 
-// publish replaces the sorted slice; c.mu must be held.
+// publish replaces the snapshot; c.mu must be held.
 func (c *policyCache) publish() {
 	sorted := make([]*podsecuritypolicy.Provider, 0, len(c.byName))
 	for _, pr := range c.byName {
 		sorted = append(sorted, pr)
 	}
-	slices.SortFunc(sorted, func(a, b *podsecuritypolicy.Provider) int { return strings.Compare(a.Name(), b.Name()) })
-	c.sorted.Store(&sorted)
+	sortByName(sorted)
+	c.published.Store(&policySnapshot{sorted: sorted, byName: maps.Clone(c.byName)})
+}
+
+func sortByName(providers []*podsecuritypolicy.Provider) {
+	slices.SortFunc(providers, func(a, b *podsecuritypolicy.Provider) int { return strings.Compare(a.Name(), b.Name()) })
 }
 
 // watch registers an informer for policy/v1beta1 podsecuritypolicies with

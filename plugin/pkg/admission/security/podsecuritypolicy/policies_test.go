@@ -44,7 +44,7 @@ func unstructuredPolicy(t *testing.T, name string, runAsUser policyv1beta1.RunAs
 
 func names(c *policyCache) []string {
 	var out []string
-	for _, pr := range c.providers() {
+	for _, pr := range c.snapshot().sorted {
 		out = append(out, pr.Name())
 	}
 	return out

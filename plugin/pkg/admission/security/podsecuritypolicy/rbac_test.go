@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,6 +97,10 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 		}
 		authz := rbacAuthorizer(t, objects...)
 		shared := newRulesCache() // across the identities, as across requests
+		policies := newPolicyCache()
+		for i, name := range append(names, "e") { // e: named by no rule
+			policies.set(teamPolicy(name, int64(10000+1000*i)))
+		}
 		for _, u := range []user.Info{
 			&user.DefaultInfo{Name: "alice", Groups: []string{"team"}},
 			&user.DefaultInfo{Name: "bob"},
@@ -121,6 +126,21 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 						if !want && r.calls != calls {
 							t.Fatalf("cluster %d, user %v, service account %q, policy %s (shared cache %v): %d authorizer calls for a policy no rule grants\n%s", cluster, u, sa, name, r.cache == shared, r.calls-calls, describe(objects))
 						}
+					}
+				}
+				// choose looks only at the candidates: they must hold every
+				// policy the requester may use, in name order.
+				candidates := (&requester{ctx: context.Background(), authz: authz, cache: shared, namespace: "ns", user: u, serviceAccount: sa}).candidates(policies.snapshot())
+				var tried []string
+				for _, pr := range candidates {
+					tried = append(tried, pr.Name())
+				}
+				if !slices.IsSorted(tried) {
+					t.Fatalf("cluster %d: candidates %v are not in name order", cluster, tried)
+				}
+				for _, name := range append(names, "e") {
+					if plain.mayUse(name) && !slices.Contains(tried, name) {
+						t.Fatalf("cluster %d, user %v, service account %q: candidates %v leave out %s, which the authorizer allows\n%s", cluster, u, sa, tried, name, describe(objects))
 					}
 				}
 				if ruled.saRules == nil && ruled.userRules == nil && (sa != "" || u != nil) {
@@ -164,6 +184,78 @@ func TestRequesterRulesDoNotOverruleTheAuthorizer(t *testing.T) {
 	r = &requester{ctx: context.Background(), authz: incomplete, cache: newRulesCache(), namespace: "ns", user: alice}
 	if !r.mayUse("anything") || r.ruledOut("anything") {
 		t.Error("incomplete rules were taken as complete")
+	}
+}
+
+// candidates narrows the policies to the ones named in grants, and only
+// when both identities' rules are complete and none grants every policy.
+func TestCandidates(t *testing.T) {
+	useRole := func(name string, policies ...string) []interface{} {
+		return []interface{}{
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}, ResourceNames: policies}}},
+		}
+	}
+	bind := func(role string, subject rbacv1.Subject) interface{} {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role, Namespace: "ns"}, Subjects: []rbacv1.Subject{subject},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
+	}
+	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "app", Namespace: "ns"}
+	alice := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}
+	named := append(useRole("sa-uses", "p3", "p1", "gone"), useRole("alice-uses", "p3", "p4")...)
+	tests := []struct {
+		name    string
+		authz   func() authorizer.Authorizer
+		wantAll bool
+		want    []string
+	}{{
+		name: "named grants: their union, sorted, without policies that do not exist",
+		authz: func() authorizer.Authorizer {
+			return rbacAuthorizer(t, append(named, bind("sa-uses", sa), bind("alice-uses", alice))...)
+		},
+		want: []string{"p1", "p3", "p4"},
+	}, {
+		name:  "no grant: nothing to try",
+		authz: func() authorizer.Authorizer { return rbacAuthorizer(t, named...) },
+		want:  []string{},
+	}, {
+		name: "a grant of every policy: all",
+		authz: func() authorizer.Authorizer {
+			return rbacAuthorizer(t, append(append(named, useRole("all")...), bind("sa-uses", sa), bind("all", alice))...)
+		},
+		wantAll: true,
+	}, {
+		name: "an authorizer that cannot list rules: all",
+		authz: func() authorizer.Authorizer {
+			return authorizeOnly{rbacAuthorizer(t, append(named, bind("sa-uses", sa))...)}
+		},
+		wantAll: true,
+	}, {
+		name: "incomplete rules: all",
+		authz: func() authorizer.Authorizer {
+			return resolverAuthorizer{RuleResolver: incompleteRules{}, authorize: func(authorizer.Attributes) authorizer.Decision { return authorizer.DecisionDeny }}
+		},
+		wantAll: true,
+	}}
+	policies := newPolicyCache()
+	for i := range 6 {
+		policies.set(teamPolicy(fmt.Sprintf("p%d", i), int64(10000+1000*i)))
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &requester{ctx: context.Background(), authz: tc.authz(), cache: newRulesCache(), namespace: "ns", user: &user.DefaultInfo{Name: "alice"}, serviceAccount: "app"}
+			got := []string{}
+			for _, pr := range r.candidates(policies.snapshot()) {
+				got = append(got, pr.Name())
+			}
+			want := tc.want
+			if tc.wantAll {
+				want = []string{"p0", "p1", "p2", "p3", "p4", "p5"}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("candidates %v, want %v", got, want)
+			}
+		})
 	}
 }
 
