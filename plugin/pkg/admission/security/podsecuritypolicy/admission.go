@@ -305,12 +305,14 @@ func order(providers []*podsecuritypolicy.Provider, mutationAllowed bool, hint s
 // call that is not allowed scans every binding. The requester instead
 // lists each identity's rules (authorizer.RuleResolver, which upstream's
 // authorizer chain implements; kept across requests by rulesCache) and
-// asks the authorizer only where a rule grants the use: a grant is
-// confirmed by the authorizer, so a denying authorizer still has its say
-// and a revoked grant counts as soon as the authorizer's own informers see
-// it; where no rule grants it the authorizer would not allow it either.
-// Rules that cannot be listed completely (a webhook or a node in the
-// chain) mean asking the authorizer every time, as v1.24 did.
+// asks the authorizer only where a rule grants the use, once per identity,
+// namespace and policy until an RBAC event (rulesCache): a grant is
+// confirmed by the authorizer, so a denying authorizer still has its say;
+// where no rule grants it the authorizer would not allow it either. A
+// revoked grant stops counting when the RBAC informers' event reaches the
+// cache, a moment after the authorizer's own listers have it. Rules that
+// cannot be listed completely (a webhook or a node in the chain) mean
+// asking the authorizer every time, as v1.24 did.
 type requester struct {
 	ctx            context.Context
 	authz          authorizer.Authorizer
@@ -321,7 +323,8 @@ type requester struct {
 	calls          int       // authorizer calls so far, which the tests count
 	saRules        *identityRules
 	userRules      *identityRules
-	cache          *rulesCache // rules listed by earlier requests
+	saKey, userKey string      // their rulesKeys
+	cache          *rulesCache // rules listed, and answers given, for earlier requests
 }
 
 // identityRules are what an identity's rules in the namespace grant, per
@@ -422,9 +425,22 @@ func (r *requester) identities() [2]user.Info {
 var policyGroups = []string{"policy", "extensions"}
 
 func (r *requester) allowed(u user.Info, group, name string) bool {
-	if rules := r.rulesFor(u); rules != nil && rules.complete && !rules.grant(group, name) {
+	rules := r.rulesFor(u)
+	if rules != nil && rules.complete && !rules.grant(group, name) {
 		return false
 	}
+	// Where the rules could all be listed (RBAC and nothing that cannot
+	// be), the authorizer's answer is kept with them until an RBAC event
+	// (rulesCache); a webhook's answers are never kept here.
+	cacheable := rules != nil && rules.complete
+	var q decisionKey
+	if cacheable {
+		q = decisionKey{identity: r.key(u), group: group, policy: name}
+		if allowed, ok := r.cache.decided(q); ok {
+			return allowed
+		}
+	}
+	gen := r.cache.current()
 	r.calls++
 	decision, reason, err := r.authz.Authorize(r.ctx, authorizer.AttributesRecord{
 		User:            u,
@@ -438,6 +454,8 @@ func (r *requester) allowed(u user.Info, group, name string) bool {
 	})
 	if err != nil {
 		klog.V(5).InfoS("Cannot authorize the use of a PodSecurityPolicy", "policy", name, "user", u.GetName(), "reason", reason, "err", err)
+	} else if cacheable {
+		r.cache.decide(q, gen, decision == authorizer.DecisionAllow)
 	}
 	return decision == authorizer.DecisionAllow
 }
@@ -488,13 +506,25 @@ func (r *requester) rulesFor(u user.Info) *identityRules {
 	if *cached != nil {
 		return *cached
 	}
-	key := rulesKey(u, r.namespace)
+	key := r.key(u)
 	if *cached = r.cache.get(key); *cached == nil {
 		gen := r.cache.current()
 		*cached = listRules(r.ctx, resolver, u, r.namespace)
 		r.cache.put(key, gen, *cached)
 	}
 	return *cached
+}
+
+// key is u's rulesKey in the pod's namespace, worked out once per request.
+func (r *requester) key(u user.Info) string {
+	key := &r.userKey
+	if u == r.saInfo {
+		key = &r.saKey
+	}
+	if *key == "" {
+		*key = rulesKey(u, r.namespace)
+	}
+	return *key
 }
 
 func listRules(ctx context.Context, resolver authorizer.RuleResolver, u user.Info, namespace string) *identityRules {

@@ -12,26 +12,25 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// rulesCache keeps each identity's listed use grants (identityRules)
-// across requests, until an RBAC object changes. Listing an identity's
-// rules is one scan of every binding, as an RBAC denial is; with the cache
-// that scan happens once per identity and namespace instead of once per
-// pod. The RBAC informers that the authorizer reads bump the generation
-// on every event, which empties the cache.
+// rulesCache keeps, across requests and until an RBAC object changes,
+// each identity's listed use grants (identityRules) and the authorizer's
+// answers about the policies they grant. Listing an identity's rules is
+// one scan of every binding, as each RBAC answer is; with the cache those
+// scans happen once per identity, namespace and policy instead of up to
+// four times per pod creation. The RBAC informers that the authorizer
+// reads bump the generation on every event, which empties the cache.
 //
-// The rules only ever rule a policy out: a grant is still confirmed by the
-// authorizer on every request, so a revoked grant counts exactly when the
-// authorizer sees the revocation. A new grant counts once the event
-// handler has run, a moment after the authorizer's listers have it. Rules
-// also depend on the authorizer chain, which an authorization
-// configuration reload can change without an RBAC event: maxAge bounds how
-// long such a change can go unseen (a policy wrongly ruled out, never one
-// wrongly allowed).
+// So a grant or a revocation counts once the event handler has run, a
+// moment after the authorizer's own listers have it: the same informers,
+// one hand-off later. Rules and answers also depend on the authorizer
+// chain, which an authorization configuration reload can change without
+// an RBAC event: maxAge bounds how long such a change can go unseen.
 type rulesCache struct {
 	generation atomic.Uint64
 	mu         sync.Mutex
 	gen        uint64 // the generation the entries were listed in
 	entries    map[string]cachedRules
+	decisions  map[decisionKey]cachedDecision
 	now        func() time.Time
 }
 
@@ -40,15 +39,27 @@ type cachedRules struct {
 	listed time.Time
 }
 
+// decisionKey is an authorizer question: an identity's rulesKey, the API
+// group and the policy.
+type decisionKey struct{ identity, group, policy string }
+
+type cachedDecision struct {
+	allowed bool
+	decided time.Time
+}
+
 const (
-	// maxCachedIdentities bounds the cache; a full cache starts over.
+	// maxCachedIdentities and maxCachedDecisions bound the cache; a full
+	// cache starts over.
 	maxCachedIdentities = 4096
-	// maxAge is how long listed rules are used without an RBAC event.
+	maxCachedDecisions  = 16384
+	// maxAge is how long listed rules and answers are used without an
+	// RBAC event.
 	maxAge = 10 * time.Second
 )
 
 func newRulesCache() *rulesCache {
-	return &rulesCache{entries: map[string]cachedRules{}, now: time.Now}
+	return &rulesCache{entries: map[string]cachedRules{}, decisions: map[decisionKey]cachedDecision{}, now: time.Now}
 }
 
 // watch bumps the generation on every event of the RBAC informers of f.
@@ -89,8 +100,7 @@ func (c *rulesCache) current() uint64 { return c.generation.Load() }
 func (c *rulesCache) get(key string) *identityRules {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen := c.generation.Load(); gen != c.gen {
-		c.gen, c.entries = gen, map[string]cachedRules{}
+	if !c.currentLocked() {
 		return nil
 	}
 	e, ok := c.entries[key]
@@ -105,13 +115,55 @@ func (c *rulesCache) get(key string) *identityRules {
 func (c *rulesCache) put(key string, gen uint64, rules *identityRules) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen != c.generation.Load() {
-		return
+	c.currentLocked()
+	if gen != c.gen {
+		return // listed or asked before an RBAC event
 	}
-	if gen != c.gen || len(c.entries) >= maxCachedIdentities {
-		c.gen, c.entries = gen, map[string]cachedRules{}
+	if len(c.entries) >= maxCachedIdentities {
+		c.entries = map[string]cachedRules{}
 	}
 	c.entries[key] = cachedRules{rules: rules, listed: c.now()}
+}
+
+// decided returns the authorizer's answer to q in the current
+// generation, if it was asked.
+func (c *rulesCache) decided(q decisionKey) (allowed, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.currentLocked() {
+		return false, false
+	}
+	d, ok := c.decisions[q]
+	if !ok || c.now().Sub(d.decided) > maxAge {
+		return false, false
+	}
+	return d.allowed, true
+}
+
+// decide stores the authorizer's answer to q, asked in generation gen,
+// unless an RBAC event has happened since.
+func (c *rulesCache) decide(q decisionKey, gen uint64, allowed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.currentLocked()
+	if gen != c.gen {
+		return // listed or asked before an RBAC event
+	}
+	if len(c.decisions) >= maxCachedDecisions {
+		c.decisions = map[decisionKey]cachedDecision{}
+	}
+	c.decisions[q] = cachedDecision{allowed: allowed, decided: c.now()}
+}
+
+// currentLocked empties the cache if an RBAC event has happened since it
+// was filled, and reports whether it still holds entries of the current
+// generation. c.mu must be held.
+func (c *rulesCache) currentLocked() bool {
+	if gen := c.generation.Load(); gen != c.gen {
+		c.gen, c.entries, c.decisions = gen, map[string]cachedRules{}, map[decisionKey]cachedDecision{}
+		return false
+	}
+	return true
 }
 
 // rulesKey is what RBAC's rules for u in namespace depend on: the name

@@ -2,6 +2,7 @@ package podsecuritypolicy
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -45,15 +46,48 @@ func TestRulesCache(t *testing.T) {
 	if len(c.entries) > maxCachedIdentities {
 		t.Errorf("%d entries, more than %d", len(c.entries), maxCachedIdentities)
 	}
+
+	q := decisionKey{identity: "alice", group: "policy", policy: "a"}
+	gen = c.current()
+	c.decide(q, gen, true)
+	if allowed, ok := c.decided(q); !ok || !allowed {
+		t.Fatal("a stored answer is not found")
+	}
+	if _, ok := c.decided(decisionKey{identity: "alice", group: "extensions", policy: "a"}); ok {
+		t.Error("an answer was found for another group")
+	}
+	c.generation.Add(1)
+	if _, ok := c.decided(q); ok {
+		t.Error("an RBAC event left the answer in place")
+	}
+	c.decide(q, gen, true) // asked before the event
+	if _, ok := c.decided(q); ok {
+		t.Error("an answer given before an RBAC event was stored after it")
+	}
+	c.decide(q, c.current(), false)
+	if allowed, ok := c.decided(q); !ok || allowed {
+		t.Error("a denial is not kept")
+	}
+	now = now.Add(maxAge + time.Second)
+	if _, ok := c.decided(q); ok {
+		t.Errorf("an answer older than %s was used", maxAge)
+	}
+	for i := range maxCachedDecisions + 1 {
+		c.decide(decisionKey{identity: "u", policy: fmt.Sprint(i)}, c.current(), true)
+	}
+	if len(c.decisions) > maxCachedDecisions {
+		t.Errorf("%d answers, more than %d", len(c.decisions), maxCachedDecisions)
+	}
+
 	if rulesKey(&user.DefaultInfo{Name: "u", Groups: []string{"g"}}, "ns") == rulesKey(&user.DefaultInfo{Name: "u"}, "ns") ||
 		rulesKey(&user.DefaultInfo{Name: "u"}, "a") == rulesKey(&user.DefaultInfo{Name: "u"}, "b") {
 		t.Error("the key ignores the groups or the namespace")
 	}
 }
 
-// Cached rules never allow: a revoked grant is refused at once, because a
-// grant is confirmed by the authorizer; a new grant is refused until an
-// RBAC event reaches the cache.
+// Cached rules and answers count until an RBAC event reaches the cache: a
+// revoked grant is refused, and a new grant allowed, from then on; until
+// then the authorizer is not asked again.
 func TestRulesCacheAndRevocation(t *testing.T) {
 	alice := &user.DefaultInfo{Name: "alice"}
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use"}, Rules: []rbacv1.PolicyRule{{
@@ -63,7 +97,9 @@ func TestRulesCacheAndRevocation(t *testing.T) {
 	granted := rbacAuthorizer(t, role, binding).(*rbac.RBACAuthorizer)
 	revoked := rbacAuthorizer(t).(*rbac.RBACAuthorizer)
 	current := authorizer.Authorizer(granted)
-	authz := resolverAuthorizer{RuleResolver: granted, authorize: func(a authorizer.Attributes) authorizer.Decision {
+	calls := 0
+	authz := &resolverAuthorizer{RuleResolver: granted, authorize: func(a authorizer.Attributes) authorizer.Decision {
+		calls++
 		d, _, _ := current.Authorize(context.Background(), a)
 		return d
 	}}
@@ -74,12 +110,17 @@ func TestRulesCacheAndRevocation(t *testing.T) {
 	if !request().mayUse("a") || request().mayUse("b") {
 		t.Fatal("the grant of a alone is not seen")
 	}
-	current = revoked // the authorizer's listers see the revocation; no event yet
+	if before := calls; !request().mayUse("a") || calls != before {
+		t.Errorf("a second request asked the authorizer again (%d calls)", calls-before)
+	}
+	current = revoked // the authorizer's listers see the revocation; the event follows
+	authz.RuleResolver = revoked
+	c.generation.Add(1)
 	if request().mayUse("a") {
-		t.Error("a revoked grant was allowed from cached rules")
+		t.Error("a revoked grant was allowed after the RBAC event")
 	}
 
-	// A grant of b: the cached rules rule b out until the event.
+	// A grant of every policy: b counts after the event.
 	current = rbacAuthorizer(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}}}}, binding)
 	authz.RuleResolver = current.(authorizer.RuleResolver)
@@ -89,6 +130,26 @@ func TestRulesCacheAndRevocation(t *testing.T) {
 	c.generation.Add(1)
 	if !request().mayUse("b") {
 		t.Error("a new grant does not count after the RBAC event")
+	}
+}
+
+// A chain whose rules cannot all be listed (a webhook) is asked every
+// time: its answers are not kept.
+func TestRulesCacheKeepsNoWebhookAnswers(t *testing.T) {
+	calls := 0
+	webhook := resolverAuthorizer{RuleResolver: incompleteRules{}, authorize: func(authorizer.Attributes) authorizer.Decision {
+		calls++
+		return authorizer.DecisionAllow
+	}}
+	c := newRulesCache()
+	for range 3 {
+		r := &requester{ctx: context.Background(), authz: webhook, cache: c, namespace: "ns", user: &user.DefaultInfo{Name: "alice"}}
+		if !r.mayUse("a") {
+			t.Fatal("the webhook's allow was not followed")
+		}
+	}
+	if calls != 3 {
+		t.Errorf("%d webhook calls for three requests, want 3", calls)
 	}
 }
 
