@@ -115,14 +115,9 @@ func (c *rulesCache) get(key string) *identityRules {
 func (c *rulesCache) put(key string, gen uint64, rules *identityRules) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.currentLocked()
-	if gen != c.gen {
-		return // listed or asked before an RBAC event
+	if c.currentLocked(); gen == c.gen { // else listed before an RBAC event
+		storeBounded(&c.entries, maxCachedIdentities, key, cachedRules{rules: rules, listed: c.now()})
 	}
-	if len(c.entries) >= maxCachedIdentities {
-		c.entries = map[string]cachedRules{}
-	}
-	c.entries[key] = cachedRules{rules: rules, listed: c.now()}
 }
 
 // decided returns the authorizer's answer to q in the current
@@ -145,14 +140,17 @@ func (c *rulesCache) decided(q decisionKey) (allowed, ok bool) {
 func (c *rulesCache) decide(q decisionKey, gen uint64, allowed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.currentLocked()
-	if gen != c.gen {
-		return // listed or asked before an RBAC event
+	if c.currentLocked(); gen == c.gen { // else asked before an RBAC event
+		storeBounded(&c.decisions, maxCachedDecisions, q, cachedDecision{allowed: allowed, decided: c.now()})
 	}
-	if len(c.decisions) >= maxCachedDecisions {
-		c.decisions = map[decisionKey]cachedDecision{}
+}
+
+// storeBounded sets m[k] to v, starting m over when it holds limit entries.
+func storeBounded[K comparable, V any](m *map[K]V, limit int, k K, v V) {
+	if len(*m) >= limit {
+		*m = map[K]V{}
 	}
-	c.decisions[q] = cachedDecision{allowed: allowed, decided: c.now()}
+	(*m)[k] = v
 }
 
 // currentLocked empties the cache if an RBAC event has happened since it
