@@ -86,7 +86,13 @@ bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstil
 # (hack/bench/scale*.go; docs/performance.md). kwok and the plot come from
 # test/scale's module, so neither joins the apiserver's module graph. kwok's
 # stages (node initialize and heartbeat, pod ready, complete and delete) are
-# read from its module, not copied into ours.
+# read from its module, not copied into ours, with one change: pod-ready's
+# podIPs list gets strategic merge's `$patch: replace`. kwok v0.8.0 plays a
+# stage again from the pod as it last saw it (a retried patch, a second
+# event before its own patch came back) and draws a new IP each time; the
+# merge would append it to the IP the pod already has, which the apiserver
+# rightly refuses (one IP per family), and the pod stays as it was. With
+# replace, a replay is valid and the pod gets the new IP.
 SCALE_STEPS ?= 100/3000/1/1,1000/10000/100/100,5000/30000/1000/1000
 SCALE_FLAGS ?=
 KWOK_STAGES := node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete
@@ -104,7 +110,11 @@ $(BIN)/plot: FORCE
 $(BIN)/kwok-stages.yaml: test/scale/go.mod
 	mkdir -p $(BIN)
 	dir=$$(cd test/scale && $(GO) mod download sigs.k8s.io/kwok && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && \
-	for stage in $(KWOK_STAGES); do echo '---'; cat "$$dir/kustomize/stage/$$stage.yaml"; done > $@.tmp && mv $@.tmp $@
+	for stage in $(KWOK_STAGES); do echo '---'; cat "$$dir/kustomize/stage/$$stage.yaml"; done | \
+		sed 's/^\( *\)podIPs:$$/&\n\1- $$patch: replace/' > $@.tmp
+	@test "$$(grep -c -- '- $$patch: replace' $@.tmp)" = 1 || \
+		{ echo "$@: kwok's pod-ready stage no longer has the podIPs list this rule changes; look at $(KWOK_STAGES)" >&2; exit 1; }
+	mv $@.tmp $@
 # <<< bench-scale
 
 run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images); state in _output/local.

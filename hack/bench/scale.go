@@ -279,7 +279,10 @@ func growSide(ctx context.Context, o scaleOptions, dir string, pki *framework.PK
 			return append(figures, f), nil
 		}
 		if err := growStep(ctx, o, c, psps, probeClient, side, step, i, volumeRules, &f); err != nil {
-			f.Reason = err.Error()
+			// The step's own time is up; the evidence gets a minute.
+			late, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			f.Reason = err.Error() + "; " + c.evidence(late, filepath.Join(o.out, fmt.Sprintf("%s-step%d-logs", side.Name, i+1)))
+			cancel()
 			fmt.Fprintf(os.Stderr, "bench-scale: %s: step %d not reached: %v\n", side.Name, i+1, err)
 			return append(figures, f), nil
 		}

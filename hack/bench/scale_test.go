@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	turnstileadmission "github.com/turnstile-k8s/turnstile/pkg/admission"
@@ -156,5 +158,64 @@ func TestScaleReport(t *testing.T) {
 	series := plot.Panels[0].Series
 	if len(series) != 2 || len(series[0].Points) != 1 || series[0].Points[0] != [2]float64{10, 2} || len(series[1].Points) != 2 {
 		t.Errorf("pod create p99 series: %+v", series)
+	}
+}
+
+func TestPodStates(t *testing.T) {
+	ready := func(status corev1.ConditionStatus) []corev1.PodCondition {
+		return []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: status}}
+	}
+	var s podStates
+	for _, p := range []corev1.Pod{
+		{Status: corev1.PodStatus{Phase: corev1.PodPending}},
+		{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
+		{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: ready(corev1.ConditionTrue)}},
+		{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+		{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready(corev1.ConditionFalse)}},
+		{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready(corev1.ConditionTrue)}},
+		{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready(corev1.ConditionTrue)}},
+	} {
+		s.add(&p)
+	}
+	if want := (podStates{Unscheduled: 1, Pending: 2, Unready: 2, Ready: 2}); s != want {
+		t.Errorf("podStates = %+v, want %+v", s, want)
+	}
+	if got, want := s.String(), "workload pods: 1 not scheduled, 2 scheduled but pending, 2 started but not ready, 2 ready"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func TestKeepLogTails(t *testing.T) {
+	dir, dest := t.TempDir(), filepath.Join(t.TempDir(), "logs")
+	if err := os.MkdirAll(filepath.Join(dir, "etcd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, content := range map[string]string{
+		"kwok.log":         "0123456789",
+		"etcd/etcd.log":    "abc",
+		"kwok.kubeconfig":  "secret",
+		"admission-config": "x",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, path), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := keepLogTails(dir, dest, 4); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dest, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[e.Name()] = string(data)
+	}
+	if want := map[string]string{"kwok.log": "6789", "etcd_etcd.log": "abc"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("kept %v, want %v", got, want)
 	}
 }

@@ -3,8 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -147,4 +151,72 @@ func (c *scaleCluster) alive(ctx context.Context) error {
 		return err
 	}
 	return ctx.Err()
+}
+
+// evidence keeps what a step that was not reached leaves behind, before
+// the cluster and its directory go: where the workload pods stand, which
+// the returned summary says, and the end of every component's log, copied
+// to dest. A step that only says "not available in 30 min" would tell a
+// user nothing about whose limit it met.
+func (c *scaleCluster) evidence(ctx context.Context, dest string) string {
+	var notes []string
+	if states, err := workloadPodStates(ctx, c.client); err != nil {
+		notes = append(notes, "pods not counted: "+err.Error())
+	} else {
+		notes = append(notes, states.String())
+	}
+	if err := keepLogTails(c.dir, dest, logTailBytes); err != nil {
+		notes = append(notes, "logs not kept: "+err.Error())
+	} else {
+		notes = append(notes, "the components' logs are in "+dest)
+	}
+	return strings.Join(notes, "; ")
+}
+
+// logTailBytes bounds each log kept by evidence: kwok's log at 30,000 pods
+// runs to gigabytes, and the end is what shows a stall.
+const logTailBytes = 16 << 20
+
+// keepLogTails copies the last limit bytes of every .log file under dir
+// into dest, named by their path under dir.
+func keepLogTails(dir, dest string, limit int64) error {
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return err
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".log" {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		return copyTail(path, filepath.Join(dest, strings.ReplaceAll(rel, string(filepath.Separator), "_")), limit)
+	})
+}
+
+func copyTail(from, to string, limit int64) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if info.Size() > limit {
+		if _, err := in.Seek(info.Size()-limit, io.SeekStart); err != nil {
+			return err
+		}
+	}
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

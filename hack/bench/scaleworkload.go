@@ -254,6 +254,54 @@ func availablePods(ctx context.Context, c kubernetes.Interface) (available, depl
 	return available, deployments, nil
 }
 
+// podStates counts workload pods by how far they got: the scheduler has
+// not bound them, kwok has not started them, or they run but are not
+// ready. A step that is not reached is waiting on whichever is large.
+type podStates struct {
+	Unscheduled, Pending, Unready, Ready int
+}
+
+func (s *podStates) add(p *corev1.Pod) {
+	switch {
+	case p.Spec.NodeName == "":
+		s.Unscheduled++
+	case p.Status.Phase == corev1.PodPending:
+		s.Pending++
+	case podReady(p):
+		s.Ready++
+	default:
+		s.Unready++
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (s podStates) String() string {
+	return fmt.Sprintf("workload pods: %d not scheduled, %d scheduled but pending, %d started but not ready, %d ready",
+		s.Unscheduled, s.Pending, s.Unready, s.Ready)
+}
+
+func workloadPodStates(ctx context.Context, c kubernetes.Interface) (podStates, error) {
+	var s podStates
+	for i := range scaleNamespaces {
+		list, err := c.CoreV1().Pods(workloadNamespace(i)).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return s, err
+		}
+		for i := range list.Items {
+			s.add(&list.Items[i])
+		}
+	}
+	return s, nil
+}
+
 // volumeRulesYAML is PersistentVolumeLabel's configuration with n rules,
 // one per tenant: rule i labels the disks named "tenant-<i>-..." with one of
 // three zones. The probe's volumes spread over the rules, so that a create
