@@ -87,12 +87,13 @@ bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstil
 # test/scale's module, so neither joins the apiserver's module graph. kwok's
 # stages (node initialize and heartbeat, pod ready, complete and delete) are
 # read from its module, not copied into ours, with one change: pod-ready's
-# podIPs list gets strategic merge's `$patch: replace`. kwok v0.8.0 plays a
-# stage again from the pod as it last saw it (a retried patch, a second
-# event before its own patch came back) and draws a new IP each time; the
-# merge would append it to the IP the pod already has, which the apiserver
-# rightly refuses (one IP per family), and the pod stays as it was. With
-# replace, a replay is valid and the pod gets the new IP.
+# podIPs list gets strategic merge's `$patch: replace`. kwok v0.8.0 plays
+# pod-ready a second time for about a third of the pods, from the pod as it
+# saw it before its first patch, and draws a new IP each time; merged, the
+# new IP joined the first and the apiserver refused the patch (one IP per
+# family): harmless to the pod, which was ready already, but thousands of
+# refusals a run that hid what did stall a step. With replace the replay
+# is a valid write and the pod keeps the last IP drawn.
 SCALE_STEPS ?= 100/3000/1/1,1000/10000/100/100,5000/30000/1000/1000
 SCALE_FLAGS ?=
 KWOK_STAGES := node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete

@@ -283,7 +283,7 @@ func growSide(ctx context.Context, o scaleOptions, dir string, pki *framework.PK
 			late, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			f.Reason = err.Error() + "; " + c.evidence(late, filepath.Join(o.out, fmt.Sprintf("%s-step%d-logs", side.Name, i+1)))
 			cancel()
-			fmt.Fprintf(os.Stderr, "bench-scale: %s: step %d not reached: %v\n", side.Name, i+1, err)
+			fmt.Fprintf(os.Stderr, "bench-scale: %s: step %d not reached: %s\n", side.Name, i+1, f.Reason)
 			return append(figures, f), nil
 		}
 		f.Reached = true

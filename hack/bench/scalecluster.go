@@ -77,12 +77,15 @@ func startScaleCluster(dir string, pki *framework.PKI, binary string, args []str
 		err = start("kube-controller-manager", "system:kube-controller-manager", nil, func(kubeconfig string, port int) []string {
 			return append(append(serving(kubeconfig, port), qps...),
 				"--use-service-account-credentials=true", "--root-ca-file="+filepath.Join(pki.Dir, "ca.crt"), "--controllers="+kcmControllers,
-				// kwok renews a thousand leases from one process; while a
-				// step creates pods by the thousand it can fall tens of
-				// seconds behind, and the default 50 s grace would mark
-				// nodes NotReady and their pods unready, which no real
-				// kubelet's delay would cause.
-				"--node-monitor-grace-period=5m")
+				// kwok renews every fake node's lease from one process on
+				// the cores the apiserver uses: 500 renewals a second at
+				// 5,000 nodes. While a step creates pods by the thousand
+				// it falls minutes behind, and node lifecycle would mark
+				// nodes NotReady and their pods unready for good (kwok
+				// makes a pod ready once), which no real kubelet's delay
+				// would cause: a 5 min grace stalled the 30,000-pod step.
+				// No lag shorter than a whole step counts here.
+				"--node-monitor-grace-period="+o.stepTimeout.String(), "--node-startup-grace-period="+o.stepTimeout.String())
 		})
 	}
 	if err == nil {
