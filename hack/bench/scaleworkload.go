@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/utils/ptr"
 
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
@@ -267,20 +268,11 @@ func (s *podStates) add(p *corev1.Pod) {
 		s.Unscheduled++
 	case p.Status.Phase == corev1.PodPending:
 		s.Pending++
-	case podReady(p):
+	case podutil.IsPodReady(p):
 		s.Ready++
 	default:
 		s.Unready++
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func (s podStates) String() string {
