@@ -70,7 +70,7 @@ func TestMutatedLeavesThePodAlone(t *testing.T) {
 			if !apiequality.Semantic.DeepEqual(pod, before) {
 				t.Errorf("Mutated changed the pod it copied:\nnow    %+v\nbefore %+v", pod.Spec, before.Spec)
 			}
-			if !pr.Mutates(pod) {
+			if !pr.Mutates(NewSubject(pod)) {
 				t.Error("Mutates is false for a pod the policy defaults")
 			}
 		})

@@ -16,7 +16,7 @@ import (
 )
 
 // TestMutatesAgreesWithMutatePod is a property test: for every pod of a
-// corpus and every policy of a set, Mutates(pod) must be true exactly when
+// corpus and every policy of a set, Mutates must be true exactly when
 // MutatePod changes a copy of the pod (by equality.Semantic, as v1.24
 // compared), because the admission plugin skips the copy when Mutates says
 // no. It also checks that Mutates leaves the pod alone and that MutatePod
@@ -46,7 +46,7 @@ func TestMutatesAgreesWithMutatePod(t *testing.T) {
 				if failures <= 5 {
 					t.Errorf("policy %s: %s\npod: %s", pr.Name(), msg, dump(pod))
 				}
-			} else if pr.Mutates(pod) {
+			} else if pr.Mutates(NewSubject(pod)) {
 				mutating++
 			}
 		}
@@ -65,7 +65,7 @@ func TestMutatesAgreesWithMutatePod(t *testing.T) {
 // checkMutates returns what is wrong for one pair, or "".
 func checkMutates(pr *Provider, pod *api.Pod) string {
 	before := pod.DeepCopy()
-	says := pr.Mutates(pod)
+	says := pr.Mutates(NewSubject(pod))
 	if !reflect.DeepEqual(before, pod) {
 		return "Mutates changed the pod"
 	}
@@ -74,7 +74,7 @@ func checkMutates(pr *Provider, pod *api.Pod) string {
 	if changed := !apiequality.Semantic.DeepEqual(pod, mutated); changed != says {
 		return fmt.Sprintf("Mutates = %v but MutatePod changed the pod: %v\nmutated: %s", says, changed, dump(mutated))
 	}
-	if pr.Mutates(mutated) {
+	if pr.Mutates(NewSubject(mutated)) {
 		return fmt.Sprintf("Mutates is true for MutatePod's output: %s", dump(mutated))
 	}
 	again := mutated.DeepCopy()

@@ -41,6 +41,7 @@ type Provider struct {
 	volumes                     *volumes.Strategy
 	runtimeClass                *runtimeclass.Strategy
 	procMounts                  []api.ProcMountType
+	defaults                    podFields // the pod-level fields MutatePod may fill
 }
 
 // NewProvider builds the provider of psp. It fails for policies the API
@@ -84,24 +85,67 @@ func NewProvider(psp *policy.PodSecurityPolicy) (*Provider, error) {
 	if p.apparmor, err = apparmor.New(psp.Annotations); err != nil {
 		return nil, err
 	}
+	groupDefault := func(s *group.Strategy) bool { _, ok := s.Default(); return ok }
+	for field, has := range map[podFields]bool{
+		supplementalGroupsField: groupDefault(p.supplementalGroups),
+		fsGroupField:            groupDefault(p.fsGroup),
+		seLinuxField:            p.seLinux.HasDefault(),
+		seccompField:            p.seccomp.HasDefault(),
+		runtimeClassField:       p.runtimeClass.Default() != nil,
+	} {
+		if has {
+			p.defaults |= field
+		}
+	}
 	return p, nil
 }
 
 // Name is the policy's name.
 func (p *Provider) Name() string { return p.name }
 
-// Mutates reports whether MutatePod would change pod. It reads the pod and
+// Mutates reports whether MutatePod would change the subject's pod. It
 // allocates nothing, so that a request can skip the copy for every policy
-// that takes the pod as it is.
-func (p *Provider) Mutates(pod *api.Pod) bool {
-	return p.mutate(pod, false)
+// that takes the pod as it is, and it answers for the pod-level defaults
+// from the policy's and the subject's podFields without reading the
+// strategies: a requester who may use many policies has Mutates asked of
+// each, and in a loaded apiserver reading five strategies per policy was
+// cache misses that cost more than the rest of the plugin.
+func (p *Provider) Mutates(s *Subject) bool {
+	return p.defaults&s.unset != 0 || s.seccompFromAnnotation || p.mutateContainers(s.Pod, s.linux, false)
 }
 
 // MutatePod sets the defaults the policy gives to fields the pod leaves
 // unset, in v1.24's order. Windows pods get none of the Linux-only
-// defaults, since v1.36 refuses those fields on them.
+// defaults, since v1.36 refuses those fields on them. A default is copied
+// (ptr.To) where it is written, not taken by address.
 func (p *Provider) MutatePod(pod *api.Pod) {
-	p.mutate(pod, true)
+	linux := !isWindows(pod)
+	if linux {
+		if psc := pod.Spec.SecurityContext; psc == nil || psc.SupplementalGroups == nil {
+			if g, ok := p.supplementalGroups.Default(); ok {
+				podSC(pod).SupplementalGroups = []int64{g}
+			}
+		}
+		if psc := pod.Spec.SecurityContext; psc == nil || psc.FSGroup == nil {
+			if g, ok := p.fsGroup.Default(); ok {
+				podSC(pod).FSGroup = ptr.To(g)
+			}
+		}
+		if psc := pod.Spec.SecurityContext; (psc == nil || psc.SELinuxOptions == nil) && p.seLinux.HasDefault() {
+			podSC(pod).SELinuxOptions = p.seLinux.Default()
+		}
+		if f := seccomp.PodAnnotationField(pod); f != nil {
+			podSC(pod).SeccompProfile = f
+		} else if !seccomp.PodHasProfile(pod) && p.seccomp.HasDefault() {
+			podSC(pod).SeccompProfile = p.seccomp.DefaultProfile()
+		}
+	}
+	if pod.Spec.RuntimeClassName == nil {
+		if rc := p.runtimeClass.Default(); rc != nil {
+			pod.Spec.RuntimeClassName = rc
+		}
+	}
+	p.mutateContainers(pod, linux, true)
 }
 
 // Mutated returns pod with the policy's defaults applied, leaving pod as it
@@ -147,55 +191,12 @@ func cloneContainers(in []api.Container) []api.Container {
 	return out
 }
 
-// mutate walks the defaults in order. With write false it stops at the
-// first default that would apply and reports it; with write true it applies
-// them all. One walk serves both, so Mutates cannot disagree with MutatePod.
-func (p *Provider) mutate(pod *api.Pod, write bool) bool {
+// mutateContainers walks the containers' defaults. With write false it
+// stops at the first default that would apply and reports it; with write
+// true it applies them all. One walk serves both, so Mutates cannot
+// disagree with MutatePod about the containers.
+func (p *Provider) mutateContainers(pod *api.Pod, linux, write bool) bool {
 	changed := false
-	linux := !isWindows(pod)
-	if linux {
-		if psc := pod.Spec.SecurityContext; psc == nil || psc.SupplementalGroups == nil {
-			if g, ok := p.supplementalGroups.Default(); ok {
-				if !write {
-					return true
-				}
-				podSC(pod).SupplementalGroups, changed = []int64{g}, true
-			}
-		}
-		if psc := pod.Spec.SecurityContext; psc == nil || psc.FSGroup == nil {
-			if g, ok := p.fsGroup.Default(); ok {
-				if !write {
-					return true
-				}
-				podSC(pod).FSGroup, changed = &g, true
-			}
-		}
-		if psc := pod.Spec.SecurityContext; (psc == nil || psc.SELinuxOptions == nil) && p.seLinux.HasDefault() {
-			if !write {
-				return true
-			}
-			podSC(pod).SELinuxOptions, changed = p.seLinux.Default(), true
-		}
-		if f := seccomp.PodAnnotationField(pod); f != nil {
-			if !write {
-				return true
-			}
-			podSC(pod).SeccompProfile, changed = f, true
-		} else if !seccomp.PodHasProfile(pod) && p.seccomp.HasDefault() {
-			if !write {
-				return true
-			}
-			podSC(pod).SeccompProfile, changed = p.seccomp.DefaultProfile(), true
-		}
-	}
-	if pod.Spec.RuntimeClassName == nil {
-		if rc := p.runtimeClass.Default(); rc != nil {
-			if !write {
-				return true
-			}
-			pod.Spec.RuntimeClassName, changed = rc, true
-		}
-	}
 	podutil.VisitContainers(&pod.Spec, podutil.AllContainers, func(c *api.Container, _ podutil.ContainerType) bool {
 		if p.mutateContainer(pod, c, linux, write) {
 			changed = true
@@ -205,7 +206,7 @@ func (p *Provider) mutate(pod *api.Pod, write bool) bool {
 	return changed
 }
 
-// mutateContainer is mutate for one container. runAsUser, runAsGroup,
+// mutateContainer is mutateContainers for one container. runAsUser, runAsGroup,
 // runAsNonRoot and seLinuxOptions are judged by their effective value (the
 // container's, else the pod's).
 func (p *Provider) mutateContainer(pod *api.Pod, c *api.Container, linux, write bool) bool {
@@ -217,7 +218,7 @@ func (p *Provider) mutateContainer(pod *api.Pod, c *api.Container, linux, write 
 				if !write {
 					return true
 				}
-				containerSC(c).RunAsUser, changed = &uid, true
+				containerSC(c).RunAsUser, changed = ptr.To(uid), true
 			}
 		}
 		if p.runAsGroup != nil && effective(c.SecurityContext, psc, runAsGroup) == nil {
@@ -225,7 +226,7 @@ func (p *Provider) mutateContainer(pod *api.Pod, c *api.Container, linux, write 
 				if !write {
 					return true
 				}
-				containerSC(c).RunAsGroup, changed = &gid, true
+				containerSC(c).RunAsGroup, changed = ptr.To(gid), true
 			}
 		}
 		if effective(c.SecurityContext, psc, seLinuxOptions) == nil && p.seLinux.HasDefault() {
@@ -318,7 +319,7 @@ func (p *Provider) validate(s *Subject, c *errs.Collector) {
 	checks := [...]func(){
 		func() { p.fsGroup.ValidateOne(c, fsGroupPath, psc.FSGroup) },
 		func() { p.supplementalGroups.ValidateList(c, suppGroupPath, psc.SupplementalGroups) },
-		func() { p.seccomp.Validate(c, seccompPod, s.seccomp) },
+		func() { p.seccomp.Validate(c, func() *field.Path { return seccompPod }, s.seccomp) },
 		func() { p.seLinux.Validate(c, podSCPath, psc.SELinuxOptions) },
 		func() { p.validateHostNamespaces(c, psc) },
 		func() { p.sysctls.Validate(c, sysctlsPath, psc.Sysctls) },

@@ -3,7 +3,6 @@ package podsecuritypolicy
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	api "k8s.io/kubernetes/pkg/apis/core"
-	"k8s.io/kubernetes/pkg/apis/core/pods"
 
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/apparmor"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/seccomp"
@@ -16,16 +15,43 @@ type Subject struct {
 	Pod        *api.Pod
 	seccomp    string
 	containers []container
+	linux      bool
+	// unset are the pod-level fields that a policy's defaults would fill;
+	// seccompFromAnnotation is set when every policy would copy the pod's
+	// deprecated seccomp annotation into its field. Provider.Mutates reads
+	// them instead of the pod.
+	unset                 podFields
+	seccompFromAnnotation bool
 }
+
+// podFields is a set of the pod-level fields that policies default, on
+// Linux (all but the runtime class) or any OS.
+type podFields uint8
+
+const (
+	supplementalGroupsField podFields = 1 << iota
+	fsGroupField
+	seLinuxField
+	seccompField
+	runtimeClassField
+)
 
 // container is one init, regular or ephemeral container of a Subject.
 type container struct {
 	*api.Container
 	path, scPath *field.Path
 	seccomp      string
-	seccompPath  *field.Path
 	apparmor     string
-	apparmorPath *field.Path
+}
+
+// seccompPath and apparmorPath are where the container's deprecated
+// profile annotations are, for errors only: built when an error is.
+func (c *container) seccompPath() *field.Path {
+	return annotations.Key(api.SeccompContainerAnnotationKeyPrefix + c.Name)
+}
+
+func (c *container) apparmorPath() *field.Path {
+	return annotations.Key(api.DeprecatedAppArmorAnnotationKeyPrefix + c.Name)
 }
 
 // Paths of the pod-level fields, shared by every request.
@@ -39,25 +65,80 @@ var (
 	suppGroupPath    = podSCPath.Child("supplementalGroups")
 )
 
+// containerLists are the pod's three lists of containers, in the order
+// v1.24 checked them; sharedPaths holds the paths of their first
+// containers, built once: they are read only for errors, and building them
+// for every pod was most of a Subject's allocations.
+var containerLists = [...]string{"initContainers", "containers", "ephemeralContainers"}
+
+const sharedPathsPerList = 8
+
+var sharedPaths = func() (paths [len(containerLists)][sharedPathsPerList][2]*field.Path) {
+	for l, list := range containerLists {
+		for i := range sharedPathsPerList {
+			path := field.NewPath("spec", list).Index(i)
+			paths[l][i] = [2]*field.Path{path, path.Child("securityContext")}
+		}
+	}
+	return paths
+}()
+
+// containerPaths are the path of container i of list l and of its
+// securityContext.
+func containerPaths(l, i int) (path, scPath *field.Path) {
+	if i < sharedPathsPerList {
+		return sharedPaths[l][i][0], sharedPaths[l][i][1]
+	}
+	path = field.NewPath("spec", containerLists[l]).Index(i)
+	return path, path.Child("securityContext")
+}
+
 // NewSubject prepares pod for the providers.
 func NewSubject(pod *api.Pod) *Subject {
+	spec := &pod.Spec
 	s := &Subject{
 		Pod:        pod,
 		seccomp:    seccomp.PodProfile(pod),
-		containers: make([]container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)+len(pod.Spec.EphemeralContainers)),
+		containers: make([]container, 0, len(spec.InitContainers)+len(spec.Containers)+len(spec.EphemeralContainers)),
 	}
-	pods.VisitContainersWithPath(&pod.Spec, field.NewPath("spec"), func(c *api.Container, path *field.Path) bool {
+	s.linux = !isWindows(pod)
+	if psc := spec.SecurityContext; s.linux {
+		if psc == nil || psc.SupplementalGroups == nil {
+			s.unset |= supplementalGroupsField
+		}
+		if psc == nil || psc.FSGroup == nil {
+			s.unset |= fsGroupField
+		}
+		if psc == nil || psc.SELinuxOptions == nil {
+			s.unset |= seLinuxField
+		}
+		if !seccomp.PodHasProfile(pod) {
+			s.unset |= seccompField
+		}
+		s.seccompFromAnnotation = seccomp.PodAnnotationField(pod) != nil
+	}
+	if spec.RuntimeClassName == nil {
+		s.unset |= runtimeClassField
+	}
+	add := func(l, i int, c *api.Container) {
+		path, scPath := containerPaths(l, i)
 		s.containers = append(s.containers, container{
-			Container:    c,
-			path:         path,
-			scPath:       path.Child("securityContext"),
-			seccomp:      seccomp.ContainerProfile(pod, c.Name, c.SecurityContext),
-			seccompPath:  annotations.Key(api.SeccompContainerAnnotationKeyPrefix + c.Name),
-			apparmor:     apparmor.ContainerProfile(pod, c.Name, c.SecurityContext),
-			apparmorPath: annotations.Key(api.DeprecatedAppArmorAnnotationKeyPrefix + c.Name),
+			Container: c,
+			path:      path,
+			scPath:    scPath,
+			seccomp:   seccomp.ContainerProfile(pod, c.Name, c.SecurityContext),
+			apparmor:  apparmor.ContainerProfile(pod, c.Name, c.SecurityContext),
 		})
-		return true
-	})
+	}
+	for i := range spec.InitContainers {
+		add(0, i, &spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		add(1, i, &spec.Containers[i])
+	}
+	for i := range spec.EphemeralContainers {
+		add(2, i, (*api.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
 	return s
 }
 

@@ -55,16 +55,17 @@ func (s *Strategy) DefaultProfile() *api.AppArmorProfile {
 	return s.defaultProfile.DeepCopy()
 }
 
-// Validate checks a container's effective profile ("" for none) at path.
+// Validate checks a container's effective profile ("" for none); path,
+// called only for an error, says where it is.
 // Without an allowed list any profile, or none, is allowed.
-func (s *Strategy) Validate(c *errs.Collector, path *field.Path, profile string) {
+func (s *Strategy) Validate(c *errs.Collector, path func() *field.Path, profile string) {
 	switch {
 	case s.allowed == nil:
 	case profile == "":
-		c.Add(func() *field.Error { return field.Forbidden(path, "AppArmor profile must be set") })
+		c.Add(func() *field.Error { return field.Forbidden(path(), "AppArmor profile must be set") })
 	case !slices.Contains(s.allowed, profile):
 		c.Add(func() *field.Error {
-			return field.Forbidden(path, fmt.Sprintf("%s is not an allowed profile. Allowed values: %q", profile, s.allowedRaw))
+			return field.Forbidden(path(), fmt.Sprintf("%s is not an allowed profile. Allowed values: %q", profile, s.allowedRaw))
 		})
 	}
 }

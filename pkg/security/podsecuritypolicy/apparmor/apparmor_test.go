@@ -70,7 +70,7 @@ func TestAllowedList(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			errs := errs.All(func(c *errs.Collector) { s.Validate(c, field.NewPath("p"), tc.profile) })
+			errs := errs.All(func(c *errs.Collector) { s.Validate(c, func() *field.Path { return field.NewPath("p") }, tc.profile) })
 			got := ""
 			if len(errs) > 0 {
 				got = errs.ToAggregate().Error()

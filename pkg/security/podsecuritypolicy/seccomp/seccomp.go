@@ -62,14 +62,15 @@ func (s *Strategy) DefaultProfile() *api.SeccompProfile {
 	return s.defaultProfile.DeepCopy()
 }
 
-// Validate checks one effective profile ("" for none) at path.
-func (s *Strategy) Validate(c *errs.Collector, path *field.Path, profile string) {
+// Validate checks one effective profile ("" for none); path, called
+// only for an error, says where it is.
+func (s *Strategy) Validate(c *errs.Collector, path func() *field.Path, profile string) {
 	switch {
 	case !s.allowAny && len(s.allowed) == 0 && profile != "":
-		c.Add(func() *field.Error { return field.Forbidden(path, "seccomp may not be set") })
+		c.Add(func() *field.Error { return field.Forbidden(path(), "seccomp may not be set") })
 	case !s.allows(profile):
 		c.Add(func() *field.Error {
-			return field.Forbidden(path, fmt.Sprintf("%s is not an allowed seccomp profile. Valid values are %v", profile, s.allowedRaw))
+			return field.Forbidden(path(), fmt.Sprintf("%s is not an allowed seccomp profile. Valid values are %v", profile, s.allowedRaw))
 		})
 	}
 }

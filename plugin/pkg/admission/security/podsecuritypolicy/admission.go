@@ -230,9 +230,10 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 	requester := newRequester(ctx, p.authz, p.rules, a, pod)
 	ordered := order(requester.candidates(policies), mutationAllowed, hint)
 	subject := podsecuritypolicy.NewSubject(pod)
-	var mutating []*podsecuritypolicy.Provider
+	var buf [32]*podsecuritypolicy.Provider // no allocation for up to 32 mutating policies
+	mutating := buf[:0]
 	for pr := range ordered {
-		if pr.Mutates(pod) {
+		if pr.Mutates(subject) {
 			if mutationAllowed {
 				mutating = append(mutating, pr)
 			}
@@ -261,7 +262,7 @@ func rejection(ordered iter.Seq[*podsecuritypolicy.Provider], pod *api.Pod, subj
 	all := field.ErrorList{}
 	for pr := range ordered {
 		var errs field.ErrorList
-		if pr.Mutates(pod) {
+		if pr.Mutates(subject) {
 			errs = pr.ValidatePod(pr.Mutated(pod))
 		} else {
 			errs = pr.Validate(subject)
@@ -319,12 +320,21 @@ type requester struct {
 	namespace      string
 	user           user.Info
 	serviceAccount string
-	saInfo         user.Info // built on first use
-	calls          int       // authorizer calls so far, which the tests count
-	saRules        *identityRules
-	userRules      *identityRules
-	saKey, userKey string      // their rulesKeys
+	ids            []*identity // built from the two above on first use, in idStore
+	idStore        [2]identity
+	calls          int         // authorizer calls so far, which the tests count
 	cache          *rulesCache // rules listed, and answers given, for earlier requests
+}
+
+// identity is the pod's service account or the requesting user, as the
+// requester knows it within one request. Its key is all the rules cache
+// needs, so the service account's user.Info, which only the authorizer and
+// the rule resolver read, is built only when one of them is asked: in the
+// steady state the cache answers and a request builds none.
+type identity struct {
+	key   identityKey
+	info  user.Info      // nil for a service account until built
+	rules *identityRules // listed or taken from the cache on first use
 }
 
 // identityRules are what an identity's rules in the namespace grant, per
@@ -349,8 +359,8 @@ func newRequester(ctx context.Context, authz authorizer.Authorizer, rules *rules
 // authorizer call (an RBAC scan of every binding) for the common grants.
 func (r *requester) mayUse(name string) bool {
 	for _, group := range policyGroups {
-		for _, u := range r.identities() {
-			if u != nil && r.allowed(u, group, name) {
+		for _, id := range r.identities() {
+			if r.allowed(id, group, name) {
 				return true
 			}
 		}
@@ -363,11 +373,8 @@ func (r *requester) mayUse(name string) bool {
 // none grants the use. choose asks it before copying a pod for a policy.
 func (r *requester) ruledOut(name string) bool {
 	for _, group := range policyGroups {
-		for _, u := range r.identities() {
-			if u == nil {
-				continue
-			}
-			if rules := r.rulesFor(u); rules == nil || !rules.complete || rules.grant(group, name) {
+		for _, id := range r.identities() {
+			if rules := r.rulesFor(id); rules == nil || !rules.complete || rules.grant(group, name) {
 				return false
 			}
 		}
@@ -382,12 +389,8 @@ func (r *requester) ruledOut(name string) bool {
 // pod creation the few policies its requester may use, not all of them.
 // Otherwise every policy is a candidate and mayUse decides, as in v1.24.
 func (r *requester) candidates(policies *policySnapshot) []*podsecuritypolicy.Provider {
-	granted := sets.New[string]()
-	for _, u := range r.identities() {
-		if u == nil {
-			continue
-		}
-		rules := r.rulesFor(u)
+	for _, id := range r.identities() {
+		rules := r.rulesFor(id)
 		if rules == nil || !rules.complete {
 			return policies.sorted
 		}
@@ -395,7 +398,12 @@ func (r *requester) candidates(policies *policySnapshot) []*podsecuritypolicy.Pr
 			if rules.all[group] {
 				return policies.sorted
 			}
-			for name := range rules.names[group] {
+		}
+	}
+	granted := sets.New[string]()
+	for _, id := range r.identities() {
+		for _, group := range policyGroups {
+			for name := range id.rules.names[group] {
 				granted.Insert(name)
 			}
 		}
@@ -413,19 +421,36 @@ func (r *requester) candidates(policies *policySnapshot) []*podsecuritypolicy.Pr
 	return narrowed
 }
 
-// identities are the service account, then the user; either may be nil.
-func (r *requester) identities() [2]user.Info {
-	if r.serviceAccount != "" && r.saInfo == nil {
-		r.saInfo = serviceaccount.UserInfo(r.namespace, r.serviceAccount, "")
+// identities are the service account, then the user, those of them the
+// request has.
+func (r *requester) identities() []*identity {
+	if r.ids == nil {
+		r.ids = make([]*identity, 0, len(r.idStore))
+		if r.serviceAccount != "" {
+			r.idStore[0] = identity{key: identityKey{namespace: r.namespace, serviceAccount: r.serviceAccount}}
+			r.ids = append(r.ids, &r.idStore[0])
+		}
+		if r.user != nil {
+			r.idStore[1] = identity{key: userKey(r.user, r.namespace), info: r.user}
+			r.ids = append(r.ids, &r.idStore[1])
+		}
 	}
-	return [2]user.Info{r.saInfo, r.user}
+	return r.ids
+}
+
+// userInfo is the identity as the authorizer and the rule resolver see it.
+func (r *requester) userInfo(id *identity) user.Info {
+	if id.info == nil {
+		id.info = serviceaccount.UserInfo(r.namespace, id.key.serviceAccount, "")
+	}
+	return id.info
 }
 
 // policyGroups are the API groups in which a grant of use counts.
 var policyGroups = []string{"policy", "extensions"}
 
-func (r *requester) allowed(u user.Info, group, name string) bool {
-	rules := r.rulesFor(u)
+func (r *requester) allowed(id *identity, group, name string) bool {
+	rules := r.rulesFor(id)
 	if rules != nil && rules.complete && !rules.grant(group, name) {
 		return false
 	}
@@ -433,15 +458,15 @@ func (r *requester) allowed(u user.Info, group, name string) bool {
 	// be), the authorizer's answer is kept with them until an RBAC event
 	// (rulesCache); a webhook's answers are never kept here.
 	cacheable := rules != nil && rules.complete
-	var q decisionKey
+	q := decisionKey{identity: id.key, group: group, policy: name}
 	if cacheable {
-		q = decisionKey{identity: r.key(u), group: group, policy: name}
 		if allowed, ok := r.cache.decided(q); ok {
 			return allowed
 		}
 	}
 	gen := r.cache.current()
 	r.calls++
+	u := r.userInfo(id)
 	decision, reason, err := r.authz.Authorize(r.ctx, authorizer.AttributesRecord{
 		User:            u,
 		Verb:            "use",
@@ -491,40 +516,22 @@ func newIdentityRules(resourceRules []authorizer.ResourceRuleInfo, complete bool
 	return rules
 }
 
-// rulesFor returns u's rules when the authorizer can list them; nil means
-// asking the authorizer. They are listed once per identity and namespace
-// and kept in the cache until an RBAC object changes.
-func (r *requester) rulesFor(u user.Info) *identityRules {
+// rulesFor returns the identity's rules when the authorizer can list
+// them; nil means asking the authorizer. They are listed once per identity
+// and namespace and kept in the cache until an RBAC object changes.
+func (r *requester) rulesFor(id *identity) *identityRules {
 	resolver, ok := r.authz.(authorizer.RuleResolver)
 	if !ok {
 		return nil
 	}
-	cached := &r.userRules
-	if u == r.saInfo {
-		cached = &r.saRules
+	if id.rules == nil {
+		if id.rules = r.cache.get(id.key); id.rules == nil {
+			gen := r.cache.current()
+			id.rules = listRules(r.ctx, resolver, r.userInfo(id), r.namespace)
+			r.cache.put(id.key, gen, id.rules)
+		}
 	}
-	if *cached != nil {
-		return *cached
-	}
-	key := r.key(u)
-	if *cached = r.cache.get(key); *cached == nil {
-		gen := r.cache.current()
-		*cached = listRules(r.ctx, resolver, u, r.namespace)
-		r.cache.put(key, gen, *cached)
-	}
-	return *cached
-}
-
-// key is u's rulesKey in the pod's namespace, worked out once per request.
-func (r *requester) key(u user.Info) string {
-	key := &r.userKey
-	if u == r.saInfo {
-		key = &r.saKey
-	}
-	if *key == "" {
-		*key = rulesKey(u, r.namespace)
-	}
-	return *key
+	return id.rules
 }
 
 func listRules(ctx context.Context, resolver authorizer.RuleResolver, u user.Info, namespace string) *identityRules {

@@ -173,6 +173,70 @@ func BenchmarkAdmitHarderCases(b *testing.B) {
 	}
 }
 
+// BenchmarkCreateAsAdmin is a pod create of make bench's pod load (its
+// figures are in docs/performance.md): the requester may use every policy
+// (a system:masters user; RBAC lists its rules as a wildcard), and every
+// policy but the last by name would change the pod, so each is asked
+// whether it would before the last admits the pod as it is. The cost is
+// the order v1.24 defined, not authorization.
+func BenchmarkCreateAsAdmin(b *testing.B) {
+	for _, n := range []int{10, 43, 100} {
+		b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
+			p := NewPlugin()
+			for i := range n - 1 {
+				p.policies.set(teamPolicy(fmt.Sprintf("team-%03d", i), int64(10000+1000*i)))
+			}
+			p.policies.set(privilegedPolicy("zz-privileged"))
+			p.SetAuthorizer(rbacAuthorizer(b,
+				&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{
+					APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"},
+				}}},
+				&rbacv1.ClusterRoleBinding{
+					ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"},
+					Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: user.SystemPrivilegedGroup}},
+					RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+				}))
+			admin := &user.DefaultInfo{Name: "bench", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+			pod := benchPod("bench", 0)
+			pod.Spec.SecurityContext = nil
+			a := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("version"), pod.Namespace, pod.Name,
+				api.Resource("pods").WithVersion("version"), "", admission.Create, &metav1.CreateOptions{}, false, admin)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				delete(pod.Annotations, ValidatedPSPAnnotation)
+				must(b, p.Admit(ctx, a, nil))
+				must(b, p.Validate(ctx, a, nil))
+			}
+			if got := pod.Annotations[ValidatedPSPAnnotation]; got != "zz-privileged" {
+				b.Fatalf("admitted by %q, want zz-privileged", got)
+			}
+		})
+	}
+}
+
+// privilegedPolicy allows everything and defaults nothing, as the
+// documentation's privileged example.
+func privilegedPolicy(name string) *policy.PodSecurityPolicy {
+	return &policy.PodSecurityPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{policy.SeccompAllowedProfilesAnnotationKey: policy.SeccompAllowAny}},
+		Spec: policy.PodSecurityPolicySpec{
+			Privileged:               true,
+			AllowPrivilegeEscalation: ptr.To(true),
+			AllowedCapabilities:      []api.Capability{policy.AllowAllCapabilities},
+			Volumes:                  []policy.FSType{policy.All},
+			HostNetwork:              true,
+			HostPorts:                []policy.HostPortRange{{Min: 0, Max: 65535}},
+			HostIPC:                  true,
+			HostPID:                  true,
+			RunAsUser:                policy.RunAsUserStrategyOptions{Rule: policy.RunAsUserStrategyRunAsAny},
+			SELinux:                  policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyRunAsAny},
+			SupplementalGroups:       policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyRunAsAny},
+			FSGroup:                  policy.FSGroupStrategyOptions{Rule: policy.FSGroupStrategyRunAsAny},
+		},
+	}
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -1316,7 +1316,7 @@ func TestConformanceProfilesAndMisc(t *testing.T) {
 				}
 				pod := goodPod()
 				pod.Spec.RuntimeClassName = tc.pod
-				if got := pr.Mutates(pod); got != (tc.pod == nil && tc.want != nil) {
+				if got := pr.Mutates(podsecuritypolicy.NewSubject(pod)); got != (tc.pod == nil && tc.want != nil) {
 					t.Errorf("Mutates = %v", got)
 				}
 				pr.MutatePod(pod)
@@ -1347,7 +1347,7 @@ func TestConformanceProfilesAndMisc(t *testing.T) {
 			"empty security contexts everywhere": goodPod(),
 		} {
 			mutated := pod.DeepCopy()
-			if pr.Mutates(pod) {
+			if pr.Mutates(podsecuritypolicy.NewSubject(pod)) {
 				t.Errorf("%s: Mutates = true", name)
 			}
 			pr.MutatePod(mutated)

@@ -29,7 +29,7 @@ type rulesCache struct {
 	generation atomic.Uint64
 	mu         sync.Mutex
 	gen        uint64 // the generation the entries were listed in
-	entries    map[string]cachedRules
+	entries    map[identityKey]cachedRules
 	decisions  map[decisionKey]cachedDecision
 	now        func() time.Time
 }
@@ -39,9 +39,12 @@ type cachedRules struct {
 	listed time.Time
 }
 
-// decisionKey is an authorizer question: an identity's rulesKey, the API
-// group and the policy.
-type decisionKey struct{ identity, group, policy string }
+// decisionKey is an authorizer question: the identity, the API group and
+// the policy.
+type decisionKey struct {
+	identity      identityKey
+	group, policy string
+}
 
 type cachedDecision struct {
 	allowed bool
@@ -59,7 +62,7 @@ const (
 )
 
 func newRulesCache() *rulesCache {
-	return &rulesCache{entries: map[string]cachedRules{}, decisions: map[decisionKey]cachedDecision{}, now: time.Now}
+	return &rulesCache{entries: map[identityKey]cachedRules{}, decisions: map[decisionKey]cachedDecision{}, now: time.Now}
 }
 
 // watch bumps the generation on every event of the RBAC informers of f.
@@ -97,7 +100,7 @@ func (c *rulesCache) handler() cache.ResourceEventHandlerFuncs {
 func (c *rulesCache) current() uint64 { return c.generation.Load() }
 
 // get returns the rules listed for key in the current generation, if any.
-func (c *rulesCache) get(key string) *identityRules {
+func (c *rulesCache) get(key identityKey) *identityRules {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.currentLocked() {
@@ -112,7 +115,7 @@ func (c *rulesCache) get(key string) *identityRules {
 
 // put stores rules listed in generation gen, unless an RBAC event has
 // happened since: those rules may predate it.
-func (c *rulesCache) put(key string, gen uint64, rules *identityRules) {
+func (c *rulesCache) put(key identityKey, gen uint64, rules *identityRules) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.currentLocked(); gen == c.gen { // else listed before an RBAC event
@@ -158,14 +161,25 @@ func storeBounded[K comparable, V any](m *map[K]V, limit int, k K, v V) {
 // generation. c.mu must be held.
 func (c *rulesCache) currentLocked() bool {
 	if gen := c.generation.Load(); gen != c.gen {
-		c.gen, c.entries, c.decisions = gen, map[string]cachedRules{}, map[decisionKey]cachedDecision{}
+		c.gen, c.entries, c.decisions = gen, map[identityKey]cachedRules{}, map[decisionKey]cachedDecision{}
 		return false
 	}
 	return true
 }
 
-// rulesKey is what RBAC's rules for u in namespace depend on: the name
-// and the groups (RBAC binds nothing else).
-func rulesKey(u user.Info, namespace string) string {
-	return namespace + "\x00" + u.GetName() + "\x00" + strings.Join(u.GetGroups(), "\x00")
+// identityKey is what RBAC's rules for an identity in a namespace depend
+// on: for the pod's service account its namespace and name, for a user the
+// name and the groups (RBAC binds nothing else). A service account's key
+// is built without allocating, and without the user.Info the authorizer
+// would need. The same service account making the request as a user has a
+// key of each kind, and the cache keeps its rules twice.
+type identityKey struct {
+	namespace      string
+	serviceAccount string // the pod's service account; empty for a user
+	user, groups   string // a user's name and its groups joined by NUL
+}
+
+// userKey is u's identityKey in namespace.
+func userKey(u user.Info, namespace string) identityKey {
+	return identityKey{namespace: namespace, user: u.GetName(), groups: strings.Join(u.GetGroups(), "\x00")}
 }

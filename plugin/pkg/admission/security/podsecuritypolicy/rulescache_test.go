@@ -21,39 +21,40 @@ func TestRulesCache(t *testing.T) {
 	c.now = func() time.Time { return now }
 	rules := &identityRules{complete: true}
 
+	alice, bob := identityKey{user: "alice"}, identityKey{user: "bob"}
 	gen := c.current()
-	c.put("alice", gen, rules)
-	if c.get("alice") != rules || c.get("bob") != nil {
+	c.put(alice, gen, rules)
+	if c.get(alice) != rules || c.get(bob) != nil {
 		t.Fatal("a stored entry is not found, or another key finds it")
 	}
 	c.generation.Add(1) // an RBAC event
-	if c.get("alice") != nil {
+	if c.get(alice) != nil {
 		t.Error("an RBAC event left the entry in place")
 	}
-	c.put("alice", gen, rules) // listed before the event
-	if c.get("alice") != nil {
+	c.put(alice, gen, rules) // listed before the event
+	if c.get(alice) != nil {
 		t.Error("rules listed before an RBAC event were stored after it")
 	}
-	c.put("alice", c.current(), rules)
+	c.put(alice, c.current(), rules)
 	now = now.Add(maxAge + time.Second)
-	if c.get("alice") != nil {
+	if c.get(alice) != nil {
 		t.Errorf("rules older than %s were used", maxAge)
 	}
 
 	for i := range maxCachedIdentities + 1 {
-		c.put(rulesKey(&user.DefaultInfo{Name: "u", Groups: []string{string(rune('a' + i%26))}}, "ns"), c.current(), rules)
+		c.put(userKey(&user.DefaultInfo{Name: "u", Groups: []string{fmt.Sprint(i)}}, "ns"), c.current(), rules)
 	}
 	if len(c.entries) > maxCachedIdentities {
 		t.Errorf("%d entries, more than %d", len(c.entries), maxCachedIdentities)
 	}
 
-	q := decisionKey{identity: "alice", group: "policy", policy: "a"}
+	q := decisionKey{identity: alice, group: "policy", policy: "a"}
 	gen = c.current()
 	c.decide(q, gen, true)
 	if allowed, ok := c.decided(q); !ok || !allowed {
 		t.Fatal("a stored answer is not found")
 	}
-	if _, ok := c.decided(decisionKey{identity: "alice", group: "extensions", policy: "a"}); ok {
+	if _, ok := c.decided(decisionKey{identity: alice, group: "extensions", policy: "a"}); ok {
 		t.Error("an answer was found for another group")
 	}
 	c.generation.Add(1)
@@ -73,15 +74,16 @@ func TestRulesCache(t *testing.T) {
 		t.Errorf("an answer older than %s was used", maxAge)
 	}
 	for i := range maxCachedDecisions + 1 {
-		c.decide(decisionKey{identity: "u", policy: fmt.Sprint(i)}, c.current(), true)
+		c.decide(decisionKey{identity: identityKey{user: "u"}, policy: fmt.Sprint(i)}, c.current(), true)
 	}
 	if len(c.decisions) > maxCachedDecisions {
 		t.Errorf("%d answers, more than %d", len(c.decisions), maxCachedDecisions)
 	}
 
-	if rulesKey(&user.DefaultInfo{Name: "u", Groups: []string{"g"}}, "ns") == rulesKey(&user.DefaultInfo{Name: "u"}, "ns") ||
-		rulesKey(&user.DefaultInfo{Name: "u"}, "a") == rulesKey(&user.DefaultInfo{Name: "u"}, "b") {
-		t.Error("the key ignores the groups or the namespace")
+	if userKey(&user.DefaultInfo{Name: "u", Groups: []string{"g"}}, "ns") == userKey(&user.DefaultInfo{Name: "u"}, "ns") ||
+		userKey(&user.DefaultInfo{Name: "u"}, "a") == userKey(&user.DefaultInfo{Name: "u"}, "b") ||
+		userKey(&user.DefaultInfo{Name: "app"}, "ns") == (identityKey{namespace: "ns", serviceAccount: "app"}) {
+		t.Error("the key ignores the groups, the namespace or the kind of identity")
 	}
 }
 

@@ -1,0 +1,41 @@
+package podsecuritypolicy
+
+import (
+	"fmt"
+	"testing"
+
+	api "k8s.io/kubernetes/pkg/apis/core"
+)
+
+// The shared paths of the first containers, and those built for the rest,
+// are the paths upstream's visitor would give, in every list.
+func TestSubjectPaths(t *testing.T) {
+	const n = sharedPathsPerList + 2
+	pod := &api.Pod{}
+	for i := range n {
+		name := fmt.Sprint("c", i)
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, api.Container{Name: name})
+		pod.Spec.Containers = append(pod.Spec.Containers, api.Container{Name: name})
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, api.EphemeralContainer{EphemeralContainerCommon: api.EphemeralContainerCommon{Name: name}})
+	}
+	s := NewSubject(pod)
+	if len(s.containers) != 3*n {
+		t.Fatalf("%d containers, want %d", len(s.containers), 3*n)
+	}
+	for j, c := range s.containers {
+		list, i := containerLists[j/n], j%n
+		want := fmt.Sprintf("spec.%s[%d]", list, i)
+		if c.path.String() != want || c.scPath.String() != want+".securityContext" {
+			t.Errorf("container %d of %s: paths %s and %s, want %s", i, list, c.path, c.scPath, want)
+		}
+		if c.Name != fmt.Sprint("c", i) {
+			t.Errorf("container %d of %s is %s", i, list, c.Name)
+		}
+		if got, want := c.seccompPath().String(), "pod.metadata.annotations[container.seccomp.security.alpha.kubernetes.io/"+c.Name+"]"; got != want {
+			t.Errorf("seccomp path %s, want %s", got, want)
+		}
+		if got, want := c.apparmorPath().String(), "pod.metadata.annotations[container.apparmor.security.beta.kubernetes.io/"+c.Name+"]"; got != want {
+			t.Errorf("AppArmor path %s, want %s", got, want)
+		}
+	}
+}
