@@ -45,9 +45,10 @@ var allCompatible = []string{
 }
 
 // impact are the controllers that refuse conformant workloads by design,
-// and NamespaceAutoProvision, which creates the namespace of any namespaced
-// create: its own run passes all 446, but all-compatible with it beside
-// NamespaceExists has not been run. Each impact profile is `default` with
+// and two whose own runs pass all 446 but that all-compatible has not run
+// with yet: AlwaysPullImages (its nodes pull from the run's registry) and
+// NamespaceAutoProvision, which creates the namespace of any namespaced
+// create, beside all-compatible's NamespaceExists. Each impact profile is `default` with
 // one of them on (configured as in all-compatible's AdmissionConfiguration),
 // and docs/conformance.md lists what each run fails.
 var impact = map[string]profile{
