@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
+	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -343,8 +345,13 @@ type identity struct {
 // must be asked.
 type identityRules struct {
 	complete bool
-	all      map[string]bool
-	names    map[string]sets.Set[string]
+	all      [len(policyGroups)]bool
+	names    [len(policyGroups)]sets.Set[string]
+
+	// answers are the authorizer's answers about policies that the rules
+	// grant, per API group, kept as long as the rules are (rulesCache.keep).
+	mu      sync.Mutex
+	answers [len(policyGroups)]map[string]bool
 }
 
 func newRequester(ctx context.Context, authz authorizer.Authorizer, rules *rulesCache, a admission.Attributes, pod *api.Pod) *requester {
@@ -358,7 +365,7 @@ func newRequester(ctx context.Context, authz authorizer.Authorizer, rules *rules
 // order, and asking both identities about group policy first saves an
 // authorizer call (an RBAC scan of every binding) for the common grants.
 func (r *requester) mayUse(name string) bool {
-	for _, group := range policyGroups {
+	for group := range policyGroups {
 		for _, id := range r.identities() {
 			if r.allowed(id, group, name) {
 				return true
@@ -372,7 +379,7 @@ func (r *requester) mayUse(name string) bool {
 // may use the policy: only once their rules are listed, completely, and
 // none grants the use. choose asks it before copying a pod for a policy.
 func (r *requester) ruledOut(name string) bool {
-	for _, group := range policyGroups {
+	for group := range policyGroups {
 		for _, id := range r.identities() {
 			if rules := r.rulesFor(id); rules == nil || !rules.complete || rules.grant(group, name) {
 				return false
@@ -394,16 +401,14 @@ func (r *requester) candidates(policies *policySnapshot) []*podsecuritypolicy.Pr
 		if rules == nil || !rules.complete {
 			return policies.sorted
 		}
-		for _, group := range policyGroups {
-			if rules.all[group] {
-				return policies.sorted
-			}
+		if slices.Contains(rules.all[:], true) {
+			return policies.sorted
 		}
 	}
 	granted := sets.New[string]()
 	for _, id := range r.identities() {
-		for _, group := range policyGroups {
-			for name := range id.rules.names[group] {
+		for _, names := range id.rules.names {
+			for name := range names {
 				granted.Insert(name)
 			}
 		}
@@ -447,31 +452,31 @@ func (r *requester) userInfo(id *identity) user.Info {
 }
 
 // policyGroups are the API groups in which a grant of use counts.
-var policyGroups = []string{"policy", "extensions"}
+var policyGroups = [...]string{"policy", "extensions"}
 
-func (r *requester) allowed(id *identity, group, name string) bool {
-	rules := r.rulesFor(id)
-	if rules != nil && rules.complete && !rules.grant(group, name) {
-		return false
-	}
+// allowed reports whether the identity may use the policy in
+// policyGroups[group].
+func (r *requester) allowed(id *identity, group int, name string) bool {
 	// Where the rules could all be listed (RBAC and nothing that cannot
 	// be), the authorizer's answer is kept with them until an RBAC event
 	// (rulesCache); a webhook's answers are never kept here.
+	rules := r.rulesFor(id)
 	cacheable := rules != nil && rules.complete
-	q := decisionKey{identity: id.key, group: group, policy: name}
 	if cacheable {
-		if allowed, ok := r.cache.decided(q); ok {
+		if !rules.grant(group, name) {
+			return false
+		}
+		if allowed, ok := rules.answer(group, name); ok {
 			return allowed
 		}
 	}
-	gen := r.cache.current()
 	r.calls++
 	u := r.userInfo(id)
 	decision, reason, err := r.authz.Authorize(r.ctx, authorizer.AttributesRecord{
 		User:            u,
 		Verb:            "use",
 		Namespace:       r.namespace,
-		APIGroup:        group,
+		APIGroup:        policyGroups[group],
 		APIVersion:      "*",
 		Resource:        "podsecuritypolicies",
 		Name:            name,
@@ -480,29 +485,39 @@ func (r *requester) allowed(id *identity, group, name string) bool {
 	if err != nil {
 		klog.V(5).InfoS("Cannot authorize the use of a PodSecurityPolicy", "policy", name, "user", u.GetName(), "reason", reason, "err", err)
 	} else if cacheable {
-		r.cache.decide(q, gen, decision == authorizer.DecisionAllow)
+		r.cache.keep(rules, group, name, decision == authorizer.DecisionAllow)
 	}
 	return decision == authorizer.DecisionAllow
 }
 
-// grant reports whether the rules grant the use of the policy in group.
-func (rules *identityRules) grant(group, name string) bool {
+// grant reports whether the rules grant the use of the policy in
+// policyGroups[group].
+func (rules *identityRules) grant(group int, name string) bool {
 	return rules.all[group] || rules.names[group].Has(name)
+}
+
+// answer returns the authorizer's answer kept about the use of the policy
+// in policyGroups[group], if it was asked.
+func (rules *identityRules) answer(group int, name string) (allowed, ok bool) {
+	rules.mu.Lock()
+	defer rules.mu.Unlock()
+	allowed, ok = rules.answers[group][name]
+	return allowed, ok
 }
 
 // newIdentityRules sums up rules with RBAC's own matching (the helpers its
 // RuleAllows uses): verb use, resource podsecuritypolicies, each policy
 // group, and resource names (none means every policy).
 func newIdentityRules(resourceRules []authorizer.ResourceRuleInfo, complete bool) *identityRules {
-	rules := &identityRules{complete: complete, all: map[string]bool{}, names: map[string]sets.Set[string]{}}
+	rules := &identityRules{complete: complete}
 	for _, info := range resourceRules {
 		rule := &rbacv1.PolicyRule{Verbs: info.GetVerbs(), APIGroups: info.GetAPIGroups(), Resources: info.GetResources(), ResourceNames: info.GetResourceNames()}
 		if !rbacv1helpers.VerbMatches(rule, "use") || !rbacv1helpers.ResourceMatches(rule, "podsecuritypolicies", "") {
 			continue
 		}
-		for _, group := range policyGroups {
+		for group, name := range policyGroups {
 			switch {
-			case !rbacv1helpers.APIGroupMatches(rule, group):
+			case !rbacv1helpers.APIGroupMatches(rule, name):
 			case len(rule.ResourceNames) == 0:
 				rules.all[group] = true
 			default:

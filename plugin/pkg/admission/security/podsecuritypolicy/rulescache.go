@@ -13,12 +13,13 @@ import (
 )
 
 // rulesCache keeps, across requests and until an RBAC object changes,
-// each identity's listed use grants (identityRules) and the authorizer's
-// answers about the policies they grant. Listing an identity's rules is
-// one scan of every binding, as each RBAC answer is; with the cache those
-// scans happen once per identity, namespace and policy instead of up to
-// four times per pod creation. The RBAC informers that the authorizer
-// reads bump the generation on every event, which empties the cache.
+// each identity's listed use grants (identityRules), and with them the
+// authorizer's answers about the policies they grant. Listing an
+// identity's rules is one scan of every binding, as each RBAC answer is;
+// with the cache those scans happen once per identity, namespace and
+// policy instead of up to four times per pod creation. The RBAC informers
+// that the authorizer reads bump the generation on every event, which
+// empties the cache.
 //
 // So a grant or a revocation counts once the event handler has run, a
 // moment after the authorizer's own listers have it: the same informers,
@@ -27,10 +28,10 @@ import (
 // an RBAC event: maxAge bounds how long such a change can go unseen.
 type rulesCache struct {
 	generation atomic.Uint64
+	answers    atomic.Int64 // answers kept since the cache last started over
 	mu         sync.Mutex
 	gen        uint64 // the generation the entries were listed in
 	entries    map[identityKey]cachedRules
-	decisions  map[decisionKey]cachedDecision
 	now        func() time.Time
 }
 
@@ -39,30 +40,18 @@ type cachedRules struct {
 	listed time.Time
 }
 
-// decisionKey is an authorizer question: the identity, the API group and
-// the policy.
-type decisionKey struct {
-	identity      identityKey
-	group, policy string
-}
-
-type cachedDecision struct {
-	allowed bool
-	decided time.Time
-}
-
 const (
-	// maxCachedIdentities and maxCachedDecisions bound the cache; a full
+	// maxCachedIdentities and maxCachedAnswers bound the cache; a full
 	// cache starts over.
 	maxCachedIdentities = 4096
-	maxCachedDecisions  = 16384
-	// maxAge is how long listed rules and answers are used without an
-	// RBAC event.
+	maxCachedAnswers    = 16384
+	// maxAge is how long listed rules, and the answers kept with them,
+	// are used without an RBAC event.
 	maxAge = 10 * time.Second
 )
 
 func newRulesCache() *rulesCache {
-	return &rulesCache{entries: map[identityKey]cachedRules{}, decisions: map[decisionKey]cachedDecision{}, now: time.Now}
+	return &rulesCache{entries: map[identityKey]cachedRules{}, now: time.Now}
 }
 
 // watch bumps the generation on every event of the RBAC informers of f.
@@ -119,41 +108,29 @@ func (c *rulesCache) put(key identityKey, gen uint64, rules *identityRules) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.currentLocked(); gen == c.gen { // else listed before an RBAC event
-		storeBounded(&c.entries, maxCachedIdentities, key, cachedRules{rules: rules, listed: c.now()})
+		if len(c.entries) >= maxCachedIdentities {
+			c.entries = map[identityKey]cachedRules{}
+		}
+		c.entries[key] = cachedRules{rules: rules, listed: c.now()}
 	}
 }
 
-// decided returns the authorizer's answer to q in the current
-// generation, if it was asked.
-func (c *rulesCache) decided(q decisionKey) (allowed, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.currentLocked() {
-		return false, false
+// keep stores the authorizer's answer about the use of policy in
+// policyGroups[group] with the rules that grant it. No generation check is
+// needed: once an RBAC event has happened no request gets these rules from
+// the cache again (get starts over first), so an answer given before the
+// event is never read after it.
+func (c *rulesCache) keep(rules *identityRules, group int, policy string, allowed bool) {
+	if c.answers.Add(1) > maxCachedAnswers {
+		c.generation.Add(1) // a full cache starts over
+		return
 	}
-	d, ok := c.decisions[q]
-	if !ok || c.now().Sub(d.decided) > maxAge {
-		return false, false
+	rules.mu.Lock()
+	defer rules.mu.Unlock()
+	if rules.answers[group] == nil {
+		rules.answers[group] = map[string]bool{}
 	}
-	return d.allowed, true
-}
-
-// decide stores the authorizer's answer to q, asked in generation gen,
-// unless an RBAC event has happened since.
-func (c *rulesCache) decide(q decisionKey, gen uint64, allowed bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.currentLocked(); gen == c.gen { // else asked before an RBAC event
-		storeBounded(&c.decisions, maxCachedDecisions, q, cachedDecision{allowed: allowed, decided: c.now()})
-	}
-}
-
-// storeBounded sets m[k] to v, starting m over when it holds limit entries.
-func storeBounded[K comparable, V any](m *map[K]V, limit int, k K, v V) {
-	if len(*m) >= limit {
-		*m = map[K]V{}
-	}
-	(*m)[k] = v
+	rules.answers[group][policy] = allowed
 }
 
 // currentLocked empties the cache if an RBAC event has happened since it
@@ -161,7 +138,8 @@ func storeBounded[K comparable, V any](m *map[K]V, limit int, k K, v V) {
 // generation. c.mu must be held.
 func (c *rulesCache) currentLocked() bool {
 	if gen := c.generation.Load(); gen != c.gen {
-		c.gen, c.entries, c.decisions = gen, map[identityKey]cachedRules{}, map[decisionKey]cachedDecision{}
+		c.gen, c.entries = gen, map[identityKey]cachedRules{}
+		c.answers.Store(0)
 		return false
 	}
 	return true

@@ -48,36 +48,44 @@ func TestRulesCache(t *testing.T) {
 		t.Errorf("%d entries, more than %d", len(c.entries), maxCachedIdentities)
 	}
 
-	q := decisionKey{identity: alice, group: "policy", policy: "a"}
-	gen = c.current()
-	c.decide(q, gen, true)
-	if allowed, ok := c.decided(q); !ok || !allowed {
-		t.Fatal("a stored answer is not found")
+	// Answers live with the rules they were asked under.
+	c.put(alice, c.current(), rules)
+	c.keep(c.get(alice), 0, "a", true)
+	if allowed, ok := c.get(alice).answer(0, "a"); !ok || !allowed {
+		t.Fatal("a kept answer is not found")
 	}
-	if _, ok := c.decided(decisionKey{identity: alice, group: "extensions", policy: "a"}); ok {
+	if _, ok := c.get(alice).answer(1, "a"); ok {
 		t.Error("an answer was found for another group")
 	}
-	c.generation.Add(1)
-	if _, ok := c.decided(q); ok {
-		t.Error("an RBAC event left the answer in place")
-	}
-	c.decide(q, gen, true) // asked before the event
-	if _, ok := c.decided(q); ok {
-		t.Error("an answer given before an RBAC event was stored after it")
-	}
-	c.decide(q, c.current(), false)
-	if allowed, ok := c.decided(q); !ok || allowed {
+	c.keep(c.get(alice), 1, "a", false)
+	if allowed, ok := c.get(alice).answer(1, "a"); !ok || allowed {
 		t.Error("a denial is not kept")
 	}
+	held := c.get(alice)
+	c.generation.Add(1)
+	c.keep(held, 0, "b", true) // asked before the event, kept after it
+	if c.get(alice) != nil {
+		t.Error("an RBAC event left the rules, and their answers, in place")
+	}
+	c.put(alice, c.current(), &identityRules{complete: true})
+	if _, ok := c.get(alice).answer(0, "a"); ok {
+		t.Error("rules listed after an RBAC event carry an answer given before it")
+	}
 	now = now.Add(maxAge + time.Second)
-	if _, ok := c.decided(q); ok {
-		t.Errorf("an answer older than %s was used", maxAge)
+	if c.get(alice) != nil {
+		t.Errorf("rules and answers older than %s were used", maxAge)
 	}
-	for i := range maxCachedDecisions + 1 {
-		c.decide(decisionKey{identity: identityKey{user: "u"}, policy: fmt.Sprint(i)}, c.current(), true)
+	c.put(alice, c.current(), &identityRules{complete: true})
+	for i := range maxCachedAnswers + 1 {
+		if r := c.get(alice); r != nil {
+			c.keep(r, 0, fmt.Sprint(i), true)
+		}
 	}
-	if len(c.decisions) > maxCachedDecisions {
-		t.Errorf("%d answers, more than %d", len(c.decisions), maxCachedDecisions)
+	if r := c.get(alice); r != nil && len(r.answers[0]) > maxCachedAnswers {
+		t.Errorf("%d answers, more than %d", len(r.answers[0]), maxCachedAnswers)
+	}
+	if c.get(alice) != nil {
+		t.Errorf("the cache did not start over after %d answers", maxCachedAnswers+1)
 	}
 
 	if userKey(&user.DefaultInfo{Name: "u", Groups: []string{"g"}}, "ns") == userKey(&user.DefaultInfo{Name: "u"}, "ns") ||
