@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
@@ -418,20 +419,29 @@ func TestConformanceSelection(t *testing.T) {
 	}
 	restrictives := psps(psp(restrictive, "001restrictive", nil), psp(restrictive, "002restrictive", nil))
 	all := append(psps(psp(permissive, "002permissive", nil), psp(permissive, "001permissive", nil), psp(permissive, "003permissive", nil)), restrictives...)
+	// 000defaults would set a seccomp profile: it accepts the pod as it
+	// is, but would change it, which Validate may not do.
+	defaults := psp(permissive, "000defaults", nil)
+	defaults.Annotations = map[string]string{seccompDefault: "runtime/default", seccompAllowed: "*"}
+	// Only 001permissive may be used, by anyone.
+	onlyFirst := &fakeAuthorizer{grants: []grant{{user: testUser.GetName(), policy: "001permissive"}}}
 	ape := "Allowing privilege escalation for containers is not allowed"
 	for _, tc := range []struct {
 		name, hint string
 		psps       []*policy.PodSecurityPolicy
+		authz      authorizer.Authorizer
 		wantPSP    string
 	}{
-		{"no hint, name order", "", all, "001permissive"},
-		{"hint preferred", "002permissive", all, "002permissive"},
-		{"hint of a missing policy", "foo", restrictives, ""},
-		{"hinted policy refuses", "001restrictive", restrictives, ""},
-		{"hinted policy refuses, another accepts", "001restrictive", all, "001permissive"},
+		{"no hint, name order", "", all, nil, "001permissive"},
+		{"hint preferred", "002permissive", all, nil, "002permissive"},
+		{"hint of a missing policy", "foo", restrictives, nil, ""},
+		{"hinted policy refuses", "001restrictive", restrictives, nil, ""},
+		{"hinted policy refuses, another accepts", "001restrictive", all, nil, "001permissive"},
+		{"hinted policy would change the pod, another accepts", "000defaults", append(psps(defaults), all...), nil, "001permissive"},
+		{"hinted policy not to be used, another accepts", "002permissive", all, onlyFirst, "001permissive"},
 	} {
 		pod := hinted(tc.hint)
-		c := updateCase{spec: 19, name: tc.name, psps: tc.psps, old: before(pod), pod: pod, wantPSP: tc.wantPSP}
+		c := updateCase{spec: 19, name: tc.name, psps: tc.psps, authz: tc.authz, old: before(pod), pod: pod, wantPSP: tc.wantPSP}
 		if tc.wantPSP == "" {
 			c.wantErrs = []string{ape}
 		}
