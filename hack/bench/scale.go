@@ -147,6 +147,12 @@ type scaleFigure struct {
 	// Profile is a CPU profile of the rollout's first seconds, attributed
 	// to admission plugins; its File is the raw profile.
 	Profile *profileReport `json:"profile,omitempty"`
+	// SettleSeconds is how long the apiserver's CPU kept falling after
+	// the rollout, before the probe; BackgroundCores is its CPU, in
+	// cores, over the last window before the probe: what the controllers
+	// and kwok's heartbeats cost while the probe measures.
+	SettleSeconds   float64 `json:"settleSeconds"`
+	BackgroundCores float64 `json:"backgroundCores"`
 }
 
 type scaleReport struct {
@@ -342,7 +348,11 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	if f.RolloutRequests > 0 {
 		f.CPUPerRequestMs = (cpuAfter - cpuBefore) / f.RolloutRequests * 1000
 	}
-	fmt.Fprintf(os.Stderr, "bench-scale: %s: available in %.0f s; probing\n", side.Name, f.RolloutSeconds)
+	fmt.Fprintf(os.Stderr, "bench-scale: %s: available in %.0f s; settling\n", side.Name, f.RolloutSeconds)
+	if f.SettleSeconds, f.BackgroundCores, err = c.settle(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bench-scale: %s: settled after %.0f s at %.2f cores; probing\n", side.Name, f.SettleSeconds, f.BackgroundCores)
 	if f.Latency, err = probe(ctx, probeClient, o.probes, o.concurrency, step.VolumeRules, index); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
@@ -416,6 +426,50 @@ func waitForServiceAccounts(ctx context.Context, c *scaleCluster) error {
 		}
 	}
 	return nil
+}
+
+// The probe waits for the apiserver's CPU to stop falling after a
+// rollout: the controllers' and kwok's backlog drains for seconds to
+// minutes, longer on a larger cluster, and a probe taken during the drain
+// measures how far behind each side happened to be rather than its cost.
+const (
+	settleWindow = 5 * time.Second
+	settleMax    = 2 * time.Minute
+)
+
+// settle waits until one settleWindow's apiserver CPU is at least 90% of
+// the window's before (settled), or settleMax. It returns the time it
+// waited and the last window's CPU in cores.
+func (c *scaleCluster) settle(ctx context.Context) (seconds, cores float64, err error) {
+	began := time.Now()
+	previous := -1.0
+	last, err := cpuSeconds(c.apiserver.Pid())
+	if err != nil {
+		return 0, 0, err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, 0, context.Cause(ctx)
+		case <-time.After(settleWindow):
+		}
+		now, err := cpuSeconds(c.apiserver.Pid())
+		if err != nil {
+			return 0, 0, err
+		}
+		cores = (now - last) / settleWindow.Seconds()
+		if waited := time.Since(began); settled(previous, cores) || waited >= settleMax {
+			return waited.Seconds(), cores, nil
+		}
+		previous, last = cores, now
+	}
+}
+
+// settled reports whether a window's CPU (current) has stopped falling
+// from the window's before (previous, negative for none): within 10%, or
+// higher.
+func settled(previous, current float64) bool {
+	return previous >= 0 && current >= 0.9*previous
 }
 
 // usage is the apiserver's CPU seconds so far and the sum of
@@ -503,11 +557,11 @@ func (c *scaleCluster) reloadVolumeRules(ctx context.Context, path string, rules
 var scaleOps = []string{opPodCreate, opBinding, opPodStatus, opVolumeCreate, opListPodsNS, opListPodsPage, opListNodes}
 
 func printScaleTable(w io.Writer, rep scaleReport) {
-	fmt.Fprintf(w, "\n| side | nodes | pods | policies | rules | rollout s | CPU ms/req | RSS MiB | live heap MiB | admission / PSP %% of CPU |")
+	fmt.Fprintf(w, "\n| side | nodes | pods | policies | rules | rollout s | CPU ms/req | RSS MiB | live heap MiB | admission / PSP %% of CPU | settle s / cores |")
 	for _, op := range scaleOps {
 		fmt.Fprintf(w, " %s p50/p99 ms |", op)
 	}
-	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for range scaleOps {
 		fmt.Fprintf(w, "---:|")
 	}
@@ -518,7 +572,7 @@ func printScaleTable(w io.Writer, rep scaleReport) {
 			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | not reached: %s |\n", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s |", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares())
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f |", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores)
 		for _, op := range scaleOps {
 			l := f.Latency[op]
 			fmt.Fprintf(w, " %.1f / %.1f |", l.P50, l.P99)

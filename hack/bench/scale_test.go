@@ -116,7 +116,7 @@ func TestScaleReport(t *testing.T) {
 		Sides:   []scaleSide{{Name: "turnstile"}, {Name: "upstream"}},
 		Steps:   []scaleStep{{1, 10, 1, 1}, {2, 20, 2, 2}},
 		Figures: []scaleFigure{
-			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123,
+			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123, SettleSeconds: 35, BackgroundCores: 0.42,
 				Profile: &profileReport{Chain: pluginCost{Share: 0.25}, Plugins: []pluginCost{{Plugin: "LimitRanger", Share: 0.1}, {Plugin: "PodSecurityPolicy", Share: 0.031}}}},
 			{Side: "turnstile", Step: scaleStep{2, 20, 2, 2}, Reason: "not attempted: memory"},
 			{Side: "upstream", Step: scaleStep{1, 10, 1, 1}, Reached: true},
@@ -130,7 +130,7 @@ func TestScaleReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| turnstile | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
+	for _, want := range []string{"| turnstile | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 | 35 / 0.42 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
 		if !strings.Contains(string(table), want) {
 			t.Errorf("table.md lacks %q:\n%s", want, table)
 		}
@@ -158,6 +158,24 @@ func TestScaleReport(t *testing.T) {
 	series := plot.Panels[0].Series
 	if len(series) != 2 || len(series[0].Points) != 1 || series[0].Points[0] != [2]float64{10, 2} || len(series[1].Points) != 2 {
 		t.Errorf("pod create p99 series: %+v", series)
+	}
+}
+
+func TestSettled(t *testing.T) {
+	for _, tc := range []struct {
+		previous, current float64
+		want              bool
+	}{
+		{-1, 0.5, false}, // the first window has nothing to compare with
+		{1.0, 0.5, false},
+		{1.0, 0.89, false},
+		{1.0, 0.9, true},
+		{1.0, 1.4, true},
+		{0, 0, true},
+	} {
+		if got := settled(tc.previous, tc.current); got != tc.want {
+			t.Errorf("settled(%v, %v) = %v, want %v", tc.previous, tc.current, got, tc.want)
+		}
 	}
 }
 
