@@ -153,6 +153,9 @@ type scaleFigure struct {
 	// and kwok's heartbeats cost while the probe measures.
 	SettleSeconds   float64 `json:"settleSeconds"`
 	BackgroundCores float64 `json:"backgroundCores"`
+	// BackgroundProfile is a CPU profile of settleWindow once settled,
+	// before the probe: where the background cores go.
+	BackgroundProfile string `json:"backgroundProfile,omitempty"`
 }
 
 type scaleReport struct {
@@ -352,7 +355,15 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	if f.SettleSeconds, f.BackgroundCores, err = c.settle(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "bench-scale: %s: settled after %.0f s at %.2f cores; probing\n", side.Name, f.SettleSeconds, f.BackgroundCores)
+	fmt.Fprintf(os.Stderr, "bench-scale: %s: settled after %.0f s at %.2f cores; profiling the background, then probing\n", side.Name, f.SettleSeconds, f.BackgroundCores)
+	background, err := c.cpuProfile(ctx, settleWindow)
+	if err != nil {
+		return fmt.Errorf("CPU profile of the background: %w", err)
+	}
+	f.BackgroundProfile = files + ".background.cpu.pprof"
+	if err := writeProfile(background, f.BackgroundProfile); err != nil {
+		return err
+	}
 	if f.Latency, err = probe(ctx, probeClient, o.probes, o.concurrency, step.VolumeRules, index); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
