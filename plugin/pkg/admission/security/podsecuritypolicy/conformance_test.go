@@ -423,7 +423,7 @@ func TestConformanceSelection(t *testing.T) {
 	// is, but would change it, which Validate may not do.
 	defaults := psp(permissive, "000defaults", nil)
 	defaults.Annotations = map[string]string{seccompDefault: "runtime/default", seccompAllowed: "*"}
-	// Only 001permissive may be used, by anyone.
+	// The requesting user may use 001permissive only.
 	onlyFirst := &fakeAuthorizer{grants: []grant{{user: testUser.GetName(), policy: "001permissive"}}}
 	ape := "Allowing privilege escalation for containers is not allowed"
 	for _, tc := range []struct {
