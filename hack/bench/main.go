@@ -133,6 +133,7 @@ func main() {
 	var so scaleOptions
 	scale := flag.String("scale", "", "run the scale benchmark instead, through these steps: NODES/PODS/POLICIES/RULES,... (make bench-scale)")
 	flag.StringVar(&so.sides, "sides", "turnstile,upstream-same,upstream", "scale: the sides to grow, one after another")
+	flag.IntVar(&so.repeats, "repeats", 1, "scale: turns in which every side grows through the steps, in alternating order; the summary compares medians")
 	flag.IntVar(&so.probes, "probes", 300, "scale: pod and volume rounds of the probe at each step")
 	flag.IntVar(&so.replicas, "replicas", 100, "scale: pods per Deployment")
 	flag.IntVar(&so.clientQPS, "client-qps", 200, "scale: kube-controller-manager's and kube-scheduler's --kube-api-qps (burst twice that)")
@@ -150,6 +151,9 @@ func main() {
 	klog.SetOutput(io.Discard)
 	if *scale != "" {
 		steps, err := parseSteps(*scale)
+		if err == nil && so.repeats < 1 {
+			err = fmt.Errorf("-repeats %d: want at least 1", so.repeats)
+		}
 		if err == nil {
 			so.steps, so.out, so.admission, so.concurrency, so.profile = steps, o.out, o.admission, o.concurrency, o.profile
 			// Ctrl-C or SIGTERM ends the step under way, stops the

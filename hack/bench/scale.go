@@ -19,6 +19,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -87,6 +89,10 @@ type scaleOptions struct {
 	stepTimeout  time.Duration
 	minMemoryMiB float64
 	profile      time.Duration
+	// repeats is how many times every side grows through the steps, in
+	// turns whose order alternates (A B, then B A), so that neither side
+	// always runs on the machine first.
+	repeats int
 }
 
 // scaleSide is one control plane the benchmark grows.
@@ -125,6 +131,8 @@ func scaleSides(admissionConfig string) []scaleSide {
 type scaleFigure struct {
 	Side string    `json:"side"`
 	Step scaleStep `json:"step"`
+	// Repeat is the turn, from 1, in which the side grew to Step.
+	Repeat int `json:"repeat"`
 	// Reached is false when the step could not be made; Reason says why.
 	Reached bool   `json:"reached"`
 	Reason  string `json:"reason,omitempty"`
@@ -164,6 +172,8 @@ type scaleReport struct {
 	Sides   []scaleSide   `json:"sides"`
 	Steps   []scaleStep   `json:"steps"`
 	Figures []scaleFigure `json:"figures"`
+	// Summary is written with the report: Figures by side and step.
+	Summary []scaleSummary `json:"summary,omitempty"`
 }
 
 func runScale(ctx context.Context, o scaleOptions) error {
@@ -182,27 +192,53 @@ func runScale(ctx context.Context, o scaleOptions) error {
 	}
 	rep := scaleReport{Started: time.Now().UTC(), Machine: machine(), Steps: o.steps}
 	for _, side := range scaleSides(admissionConfig) {
-		if o.sides != "" && !strings.Contains(","+o.sides+",", ","+side.Name+",") {
-			continue
+		if o.sides == "" || strings.Contains(","+o.sides+",", ","+side.Name+",") {
+			rep.Sides = append(rep.Sides, side)
 		}
-		rep.Sides = append(rep.Sides, side)
-		// Each side starts from the first step's rules.
-		if err := writeFileAtomic(volumeRules, []byte(volumeRulesYAML(o.steps[0].VolumeRules))); err != nil {
-			return err
-		}
-		figures, err := growSide(ctx, o, filepath.Join(root, side.Name), pki, side, volumeRules)
-		rep.Figures = append(rep.Figures, figures...)
-		if err == nil && ctx.Err() != nil {
-			err = fmt.Errorf("interrupted: %w", context.Cause(ctx))
-		}
-		if err != nil {
-			// What ran so far is still worth its table.
-			_ = writeScaleReport(o.out, rep)
-			return fmt.Errorf("%s: %w", side.Name, err)
+	}
+	for repeat := 1; repeat <= o.repeats; repeat++ {
+		for _, side := range turnOrder(rep.Sides, repeat) {
+			// Each side starts from the first step's rules.
+			if err := writeFileAtomic(volumeRules, []byte(volumeRulesYAML(o.steps[0].VolumeRules))); err != nil {
+				return err
+			}
+			dir := filepath.Join(root, fmt.Sprintf("%s-run%d", side.Name, repeat))
+			figures, err := growSide(ctx, o, dir, pki, side, repeat, volumeRules)
+			rep.Figures = append(rep.Figures, figures...)
+			// etcd's data of a large step is gigabytes; the next turn
+			// starts afresh.
+			_ = os.RemoveAll(dir)
+			if err == nil && ctx.Err() != nil {
+				err = fmt.Errorf("interrupted: %w", context.Cause(ctx))
+			}
+			if err != nil {
+				// What ran so far is still worth its table.
+				_ = writeScaleReport(o.out, rep)
+				return fmt.Errorf("%s: %w", side.Name, err)
+			}
 		}
 	}
 	printScaleTable(os.Stdout, rep)
 	return writeScaleReport(o.out, rep)
+}
+
+// turnOrder is the order the sides grow in on turn repeat (from 1): as
+// given on odd turns, reversed on even ones.
+func turnOrder(sides []scaleSide, repeat int) []scaleSide {
+	order := slices.Clone(sides)
+	if repeat%2 == 0 {
+		slices.Reverse(order)
+	}
+	return order
+}
+
+// fileStem names a side's files of one step and turn in the output
+// directory; the first turn keeps the names a single run has always had.
+func fileStem(side string, repeat, step int) string {
+	if repeat <= 1 {
+		return fmt.Sprintf("%s-step%d", side, step)
+	}
+	return fmt.Sprintf("%s-run%d-step%d", side, repeat, step)
 }
 
 // writeScaleAdmissionConfig writes hack/bench's AdmissionConfiguration with
@@ -248,8 +284,8 @@ func writeScaleAdmissionConfig(source, dest, volumeRules string) error {
 // growSide starts side's control plane and grows it through every step. A
 // step it cannot make ends the side with a figure that says why; the
 // error is for failures of the benchmark itself.
-func growSide(ctx context.Context, o scaleOptions, dir string, pki *framework.PKI, side scaleSide, volumeRules string) ([]scaleFigure, error) {
-	fmt.Fprintf(os.Stderr, "bench-scale: %s: %s\n", side.Name, side.Description)
+func growSide(ctx context.Context, o scaleOptions, dir string, pki *framework.PKI, side scaleSide, repeat int, volumeRules string) ([]scaleFigure, error) {
+	fmt.Fprintf(os.Stderr, "bench-scale: %s: turn %d of %d: %s\n", side.Name, repeat, o.repeats, side.Description)
 	c, err := startScaleCluster(dir, pki, side.Binary, side.Args, o)
 	if err != nil {
 		return nil, err
@@ -281,7 +317,7 @@ func growSide(ctx context.Context, o scaleOptions, dir string, pki *framework.PK
 	var figures []scaleFigure
 	for i, step := range o.steps {
 		fmt.Fprintf(os.Stderr, "bench-scale: %s: step %d of %d: %s\n", side.Name, i+1, len(o.steps), step)
-		f := scaleFigure{Side: side.Name, Step: step}
+		f := scaleFigure{Side: side.Name, Step: step, Repeat: repeat}
 		if mem, err := procMiB("/proc/meminfo", "MemAvailable:"); err == nil && mem < o.minMemoryMiB {
 			f.Reason = fmt.Sprintf("not attempted: %.0f MiB of memory available, below -min-memory %.0f MiB", mem, o.minMemoryMiB)
 			fmt.Fprintf(os.Stderr, "bench-scale: %s: %s\n", side.Name, f.Reason)
@@ -290,7 +326,7 @@ func growSide(ctx context.Context, o scaleOptions, dir string, pki *framework.PK
 		if err := growStep(ctx, o, c, psps, probeClient, side, step, i, volumeRules, &f); err != nil {
 			// The step's own time is up; the evidence gets a minute.
 			late, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			f.Reason = err.Error() + "; " + c.evidence(late, filepath.Join(o.out, fmt.Sprintf("%s-step%d-logs", side.Name, i+1)))
+			f.Reason = err.Error() + "; " + c.evidence(late, filepath.Join(o.out, fileStem(side.Name, repeat, i+1)+"-logs"))
 			cancel()
 			fmt.Fprintf(os.Stderr, "bench-scale: %s: step %d not reached: %s\n", side.Name, i+1, f.Reason)
 			return append(figures, f), nil
@@ -329,7 +365,7 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 		return err
 	}
 	f.RolloutSeconds = time.Since(began).Seconds()
-	files := filepath.Join(o.out, fmt.Sprintf("%s-step%d", side.Name, index+1))
+	files := filepath.Join(o.out, fileStem(side.Name, f.Repeat, index+1))
 	cpu, err := profiled()
 	if err != nil {
 		return fmt.Errorf("CPU profile of the rollout: %w", err)
@@ -568,11 +604,11 @@ func (c *scaleCluster) reloadVolumeRules(ctx context.Context, path string, rules
 var scaleOps = []string{opPodCreate, opBinding, opPodStatus, opVolumeCreate, opListPodsNS, opListPodsPage, opListNodes}
 
 func printScaleTable(w io.Writer, rep scaleReport) {
-	fmt.Fprintf(w, "\n| side | nodes | pods | policies | rules | rollout s | CPU ms/req | RSS MiB | live heap MiB | admission / PSP %% of CPU | settle s / cores |")
+	fmt.Fprintf(w, "\n| side | turn | nodes | pods | policies | rules | rollout s | CPU ms/req | RSS MiB | live heap MiB | admission / PSP %% of CPU | settle s / cores |")
 	for _, op := range scaleOps {
 		fmt.Fprintf(w, " %s p50/p99 ms |", op)
 	}
-	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for range scaleOps {
 		fmt.Fprintf(w, "---:|")
 	}
@@ -580,23 +616,136 @@ func printScaleTable(w io.Writer, rep scaleReport) {
 	for _, f := range rep.Figures {
 		s := f.Step
 		if !f.Reached {
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | not reached: %s |\n", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | not reached: %s |\n", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f |", f.Side, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores)
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores)
 		for _, op := range scaleOps {
 			l := f.Latency[op]
 			fmt.Fprintf(w, " %.1f / %.1f |", l.P50, l.P99)
 		}
 		fmt.Fprintln(w)
 	}
+	printSummaryTable(w, summarize(rep))
 }
 
-// writeScaleReport writes the table (table.md, also printed), the raw
-// figures (latest.json) and the plot's panels (plot.json, for
-// test/scale/plot): each metric against the pods in the cluster, one line
-// per side.
+// spread is one measure over the turns that reached a step.
+type spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+func spreadOf(values []float64) spread {
+	sort.Float64s(values)
+	n := len(values)
+	median := values[n/2]
+	if n%2 == 0 {
+		median = (values[n/2-1] + values[n/2]) / 2
+	}
+	return spread{Median: median, Min: values[0], Max: values[n-1]}
+}
+
+// scaleSummary is one side at one step over every turn that reached it.
+// A single run's p99 at these sizes moves by more than 10% from run to
+// run of the same binary, so comparisons are between medians.
+type scaleSummary struct {
+	Side            string            `json:"side"`
+	Step            scaleStep         `json:"step"`
+	Turns           int               `json:"turns"`
+	RolloutSeconds  spread            `json:"rolloutSeconds"`
+	CPUPerRequestMs spread            `json:"cpuPerRequestMs"`
+	RSSMiB          spread            `json:"rssMiB"`
+	P99             map[string]spread `json:"p99Ms"`
+}
+
+// summarize gathers the figures of each side and step, sides in the
+// report's order and steps in the run's; a step no turn reached has none.
+func summarize(rep scaleReport) []scaleSummary {
+	var out []scaleSummary
+	for _, side := range rep.Sides {
+		for _, step := range rep.Steps {
+			var rollout, cpu, rss []float64
+			p99 := map[string][]float64{}
+			for _, f := range rep.Figures {
+				if f.Side != side.Name || f.Step != step || !f.Reached {
+					continue
+				}
+				rollout, cpu, rss = append(rollout, f.RolloutSeconds), append(cpu, f.CPUPerRequestMs), append(rss, f.RSSMiB)
+				for _, op := range scaleOps {
+					p99[op] = append(p99[op], f.Latency[op].P99)
+				}
+			}
+			if len(rollout) == 0 {
+				continue
+			}
+			s := scaleSummary{Side: side.Name, Step: step, Turns: len(rollout), RolloutSeconds: spreadOf(rollout), CPUPerRequestMs: spreadOf(cpu), RSSMiB: spreadOf(rss), P99: map[string]spread{}}
+			for op, values := range p99 {
+				s.P99[op] = spreadOf(values)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// baseline is the side every other is compared with: upstream with the
+// same upstream plugins, so that a ratio is the cost of what Turnstile
+// adds.
+const baseline = "upstream-same"
+
+// printSummaryTable prints the medians over the turns, their range, and
+// each side's ratio to the baseline's median at the same step.
+func printSummaryTable(w io.Writer, summaries []scaleSummary) {
+	base := map[scaleStep]scaleSummary{}
+	for _, s := range summaries {
+		if s.Side == baseline {
+			base[s.Step] = s
+		}
+	}
+	cell := func(v spread, of float64, format string) string {
+		text := fmt.Sprintf(format+" ("+format+"–"+format+")", v.Median, v.Min, v.Max)
+		if of > 0 {
+			text += fmt.Sprintf(" ×%.2f", v.Median/of)
+		}
+		return text
+	}
+	fmt.Fprintf(w, "\nMedian (lowest–highest) over the turns that reached each step; ×: the median's ratio to %s's at the same step.\n\n", baseline)
+	fmt.Fprintf(w, "| side | pods | turns | rollout s | CPU ms/req | RSS MiB |")
+	for _, op := range scaleOps {
+		fmt.Fprintf(w, " %s p99 ms |", op)
+	}
+	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|")
+	for range scaleOps {
+		fmt.Fprintf(w, "---:|")
+	}
+	fmt.Fprintln(w)
+	for _, s := range summaries {
+		b, compared := base[s.Step]
+		if s.Side == baseline {
+			compared = false
+		}
+		of := func(v spread) float64 {
+			if compared {
+				return v.Median
+			}
+			return 0
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s |", s.Side, s.Step.Pods, s.Turns,
+			cell(s.RolloutSeconds, of(b.RolloutSeconds), "%.0f"), cell(s.CPUPerRequestMs, of(b.CPUPerRequestMs), "%.2f"), cell(s.RSSMiB, of(b.RSSMiB), "%.0f"))
+		for _, op := range scaleOps {
+			fmt.Fprintf(w, " %s |", cell(s.P99[op], of(b.P99[op]), "%.0f"))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// writeScaleReport writes the tables (table.md, also printed), the raw
+// figures with their summary (latest.json) and the plot's panels
+// (plot.json, for test/scale/plot): each metric's median over the turns
+// against the pods in the cluster, one line per side.
 func writeScaleReport(dir string, rep scaleReport) error {
+	rep.Summary = summarize(rep)
 	var table strings.Builder
 	printScaleTable(&table, rep)
 	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table.String()), 0o644); err != nil {
@@ -619,21 +768,21 @@ func writeScaleReport(dir string, rep scaleReport) error {
 		Y      string   `json:"y"`
 		Series []series `json:"series"`
 	}
-	metric := func(title, y string, value func(scaleFigure) float64) panel {
+	metric := func(title, y string, value func(scaleSummary) float64) panel {
 		p := panel{Title: title, X: "pods in the cluster", Y: y}
 		for _, side := range rep.Sides {
 			s := series{Name: side.Name}
-			for _, f := range rep.Figures {
-				if f.Side == side.Name && f.Reached {
-					s.Points = append(s.Points, [2]float64{float64(f.Step.Pods), value(f)})
+			for _, m := range rep.Summary {
+				if m.Side == side.Name {
+					s.Points = append(s.Points, [2]float64{float64(m.Step.Pods), value(m)})
 				}
 			}
 			p.Series = append(p.Series, s)
 		}
 		return p
 	}
-	p99 := func(op string) func(scaleFigure) float64 {
-		return func(f scaleFigure) float64 { return f.Latency[op].P99 }
+	p99 := func(op string) func(scaleSummary) float64 {
+		return func(m scaleSummary) float64 { return m.P99[op].Median }
 	}
 	panels := []panel{
 		metric("pod create p99", "ms", p99(opPodCreate)),
@@ -642,9 +791,9 @@ func writeScaleReport(dir string, rep scaleReport) error {
 		metric("volume create p99", "ms", p99(opVolumeCreate)),
 		metric("list pods of a namespace p99", "ms", p99(opListPodsNS)),
 		metric("list nodes p99", "ms", p99(opListNodes)),
-		metric("apiserver CPU per request", "ms", func(f scaleFigure) float64 { return f.CPUPerRequestMs }),
-		metric("apiserver resident memory", "MiB", func(f scaleFigure) float64 { return f.RSSMiB }),
-		metric("Deployments available after", "s", func(f scaleFigure) float64 { return f.RolloutSeconds }),
+		metric("apiserver CPU per request", "ms", func(m scaleSummary) float64 { return m.CPUPerRequestMs.Median }),
+		metric("apiserver resident memory", "MiB", func(m scaleSummary) float64 { return m.RSSMiB.Median }),
+		metric("Deployments available after", "s", func(m scaleSummary) float64 { return m.RolloutSeconds.Median }),
 	}
 	plot, err := json.MarshalIndent(map[string]any{"title": "kube-apiserver cost against cluster size (" + rep.Machine + ")", "panels": panels}, "", "  ")
 	if err != nil {

@@ -116,11 +116,11 @@ func TestScaleReport(t *testing.T) {
 		Sides:   []scaleSide{{Name: "turnstile"}, {Name: "upstream"}},
 		Steps:   []scaleStep{{1, 10, 1, 1}, {2, 20, 2, 2}},
 		Figures: []scaleFigure{
-			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123, SettleSeconds: 35, BackgroundCores: 0.42,
+			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123, SettleSeconds: 35, BackgroundCores: 0.42,
 				Profile: &profileReport{Chain: pluginCost{Share: 0.25}, Plugins: []pluginCost{{Plugin: "LimitRanger", Share: 0.1}, {Plugin: "PodSecurityPolicy", Share: 0.031}}}},
-			{Side: "turnstile", Step: scaleStep{2, 20, 2, 2}, Reason: "not attempted: memory"},
-			{Side: "upstream", Step: scaleStep{1, 10, 1, 1}, Reached: true},
-			{Side: "upstream", Step: scaleStep{2, 20, 2, 2}, Reached: true},
+			{Side: "turnstile", Step: scaleStep{2, 20, 2, 2}, Repeat: 1, Reason: "not attempted: memory"},
+			{Side: "upstream", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true},
+			{Side: "upstream", Step: scaleStep{2, 20, 2, 2}, Repeat: 1, Reached: true},
 		},
 	}
 	if err := writeScaleReport(dir, rep); err != nil {
@@ -130,7 +130,7 @@ func TestScaleReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| turnstile | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 | 35 / 0.42 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
+	for _, want := range []string{"| turnstile | 1 | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 | 35 / 0.42 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 1 | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
 		if !strings.Contains(string(table), want) {
 			t.Errorf("table.md lacks %q:\n%s", want, table)
 		}
@@ -158,6 +158,73 @@ func TestScaleReport(t *testing.T) {
 	series := plot.Panels[0].Series
 	if len(series) != 2 || len(series[0].Points) != 1 || series[0].Points[0] != [2]float64{10, 2} || len(series[1].Points) != 2 {
 		t.Errorf("pod create p99 series: %+v", series)
+	}
+}
+
+func TestTurnOrder(t *testing.T) {
+	sides := []scaleSide{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	names := func(s []scaleSide) string {
+		var n []string
+		for _, side := range s {
+			n = append(n, side.Name)
+		}
+		return strings.Join(n, " ")
+	}
+	for repeat, want := range map[int]string{1: "a b c", 2: "c b a", 3: "a b c", 4: "c b a"} {
+		if got := names(turnOrder(sides, repeat)); got != want {
+			t.Errorf("turn %d: %s, want %s", repeat, got, want)
+		}
+	}
+	if got := names(sides); got != "a b c" {
+		t.Errorf("turnOrder changed its argument: %s", got)
+	}
+	if got := fileStem("turnstile", 1, 2); got != "turnstile-step2" {
+		t.Errorf("fileStem of the first turn: %s", got)
+	}
+	if got := fileStem("turnstile", 3, 2); got != "turnstile-run3-step2" {
+		t.Errorf("fileStem of the third turn: %s", got)
+	}
+}
+
+// TestSummary checks that the summary takes the median over the turns that
+// reached a step, its range, and the ratio to upstream-same's median.
+func TestSummary(t *testing.T) {
+	small, large := scaleStep{1, 10, 1, 1}, scaleStep{2, 20, 2, 2}
+	figure := func(side string, repeat int, step scaleStep, p99, cpu float64) scaleFigure {
+		return scaleFigure{Side: side, Repeat: repeat, Step: step, Reached: true, CPUPerRequestMs: cpu, RSSMiB: 100, RolloutSeconds: 10,
+			Latency: map[string]latency{opPodCreate: {P99: p99}}}
+	}
+	rep := scaleReport{
+		Sides: []scaleSide{{Name: "turnstile"}, {Name: baseline}},
+		Steps: []scaleStep{small, large},
+		Figures: []scaleFigure{
+			figure("turnstile", 1, small, 90, 3), figure(baseline, 1, small, 40, 2),
+			figure(baseline, 2, small, 50, 2), figure("turnstile", 2, small, 50, 3),
+			figure("turnstile", 3, small, 60, 4), figure(baseline, 3, small, 45, 2),
+			figure(baseline, 1, large, 100, 2), figure(baseline, 2, large, 200, 4),
+			{Side: "turnstile", Repeat: 1, Step: large, Reason: "not attempted: memory"},
+		},
+	}
+	got := summarize(rep)
+	if len(got) != 3 {
+		t.Fatalf("summarize: %d summaries, want 3 (turnstile never reached the large step): %+v", len(got), got)
+	}
+	if s := got[0]; s.Side != "turnstile" || s.Step != small || s.Turns != 3 || s.P99[opPodCreate] != (spread{Median: 60, Min: 50, Max: 90}) || s.CPUPerRequestMs.Median != 3 {
+		t.Errorf("turnstile, small step: %+v", s)
+	}
+	if s := got[2]; s.Side != baseline || s.Step != large || s.Turns != 2 || s.P99[opPodCreate] != (spread{Median: 150, Min: 100, Max: 200}) {
+		t.Errorf("%s, large step (an even count's median is the mean of the middle two): %+v", baseline, s)
+	}
+	var table strings.Builder
+	printSummaryTable(&table, got)
+	for _, want := range []string{
+		"| turnstile | 10 | 3 | 10 (10–10) ×1.00 | 3.00 (3.00–4.00) ×1.50 | 100 (100–100) ×1.00 | 60 (50–90) ×1.33 |",
+		"| upstream-same | 10 | 3 | 10 (10–10) | 2.00 (2.00–2.00) | 100 (100–100) | 45 (40–50) |",
+		"| upstream-same | 20 | 2 |",
+	} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("summary table lacks %q:\n%s", want, table.String())
+		}
 	}
 }
 
