@@ -132,7 +132,7 @@ func main() {
 	flag.StringVar(&o.micro, "micro", "", "output of `go test -bench` to include in the report")
 	var so scaleOptions
 	scale := flag.String("scale", "", "run the scale benchmark instead, through these steps: NODES/PODS/POLICIES/RULES,... (make bench-scale)")
-	flag.StringVar(&so.sides, "sides", "turnstile,upstream-same,upstream", "scale: the sides to grow, one after another")
+	flag.StringVar(&so.sides, "sides", "turnstile,upstream-same,upstream", "scale: the sides to grow, one after another (turnstile, upstream-same, upstream)")
 	flag.IntVar(&so.repeats, "repeats", 1, "scale: turns in which every side grows through the steps, in alternating order; the summary compares medians")
 	flag.IntVar(&so.probes, "probes", 300, "scale: pod and volume rounds of the probe at each step")
 	flag.IntVar(&so.replicas, "replicas", 100, "scale: pods per Deployment")

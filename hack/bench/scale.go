@@ -190,12 +190,11 @@ func runScale(ctx context.Context, o scaleOptions) error {
 	if err := writeScaleAdmissionConfig(o.admission, admissionConfig, volumeRules); err != nil {
 		return err
 	}
-	rep := scaleReport{Started: time.Now().UTC(), Machine: machine(), Steps: o.steps}
-	for _, side := range scaleSides(admissionConfig) {
-		if o.sides == "" || strings.Contains(","+o.sides+",", ","+side.Name+",") {
-			rep.Sides = append(rep.Sides, side)
-		}
+	sides, err := chooseSides(scaleSides(admissionConfig), o.sides)
+	if err != nil {
+		return err
 	}
+	rep := scaleReport{Started: time.Now().UTC(), Machine: machine(), Sides: sides, Steps: o.steps}
 	for repeat := 1; repeat <= o.repeats; repeat++ {
 		for _, side := range turnOrder(rep.Sides, repeat) {
 			// Each side starts from the first step's rules.
@@ -220,6 +219,35 @@ func runScale(ctx context.Context, o scaleOptions) error {
 	}
 	printScaleTable(os.Stdout, rep)
 	return writeScaleReport(o.out, rep)
+}
+
+// chooseSides returns the sides that names (comma-separated) lists, in
+// the order of all; a name that is no side is an error that lists them.
+func chooseSides(all []scaleSide, names string) ([]scaleSide, error) {
+	var known []string
+	for _, side := range all {
+		known = append(known, side.Name)
+	}
+	wanted := map[string]bool{}
+	for _, name := range strings.Split(names, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("-sides: %q is not a side; the sides are %s", name, strings.Join(known, ", "))
+		}
+		wanted[name] = true
+	}
+	var chosen []scaleSide
+	for _, side := range all {
+		if wanted[side.Name] {
+			chosen = append(chosen, side)
+		}
+	}
+	if len(chosen) == 0 {
+		return nil, fmt.Errorf("-sides %q: no side chosen; the sides are %s", names, strings.Join(known, ", "))
+	}
+	return chosen, nil
 }
 
 // turnOrder is the order the sides grow in on turn repeat (from 1): as

@@ -161,6 +161,31 @@ func TestScaleReport(t *testing.T) {
 	}
 }
 
+func TestChooseSides(t *testing.T) {
+	all := scaleSides("config.yaml")
+	for _, tc := range []struct{ in, want, err string }{
+		{in: "upstream, turnstile", want: "turnstile upstream"},
+		{in: "upstream-same", want: "upstream-same"},
+		{in: "turnstile,upstream-sam", err: `"upstream-sam" is not a side; the sides are turnstile, upstream-same, upstream`},
+		{in: " , ", err: "no side chosen"},
+	} {
+		got, err := chooseSides(all, tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("chooseSides(%q) = %v, want an error containing %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		var names []string
+		for _, side := range got {
+			names = append(names, side.Name)
+		}
+		if err != nil || strings.Join(names, " ") != tc.want {
+			t.Errorf("chooseSides(%q) = %v, %v; want %s", tc.in, names, err, tc.want)
+		}
+	}
+}
+
 func TestTurnOrder(t *testing.T) {
 	sides := []scaleSide{{Name: "a"}, {Name: "b"}, {Name: "c"}}
 	names := func(s []scaleSide) string {
