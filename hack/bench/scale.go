@@ -631,16 +631,20 @@ func (c *scaleCluster) reloadVolumeRules(ctx context.Context, path string, rules
 // scaleOps are the probe's operations in the order of the table.
 var scaleOps = []string{opPodCreate, opBinding, opPodStatus, opVolumeCreate, opListPodsNS, opListPodsPage, opListNodes}
 
-func printScaleTable(w io.Writer, rep scaleReport) {
-	fmt.Fprintf(w, "\n| side | turn | nodes | pods | policies | rules | rollout s | CPU ms/req | RSS MiB | live heap MiB | admission / PSP %% of CPU | settle s / cores |")
+// tableHeader writes a Markdown table's header: columns, then a column per
+// probe operation named with suffix; the first column left-aligned, the
+// figures right-aligned.
+func tableHeader(w io.Writer, columns []string, suffix string) {
+	fmt.Fprintf(w, "| %s |", strings.Join(columns, " | "))
 	for _, op := range scaleOps {
-		fmt.Fprintf(w, " %s p50/p99 ms |", op)
+		fmt.Fprintf(w, " %s %s |", op, suffix)
 	}
-	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-	for range scaleOps {
-		fmt.Fprintf(w, "---:|")
-	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", len(columns)-1+len(scaleOps)))
+}
+
+func printScaleTable(w io.Writer, rep scaleReport) {
 	fmt.Fprintln(w)
+	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores"}, "p50/p99 ms")
 	for _, f := range rep.Figures {
 		s := f.Step
 		if !f.Reached {
@@ -739,15 +743,7 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 		return text
 	}
 	fmt.Fprintf(w, "\nMedian (lowest–highest) over the turns that reached each step; ×: the median's ratio to %s's at the same step.\n\n", baseline)
-	fmt.Fprintf(w, "| side | pods | turns | rollout s | CPU ms/req | RSS MiB |")
-	for _, op := range scaleOps {
-		fmt.Fprintf(w, " %s p99 ms |", op)
-	}
-	fmt.Fprintf(w, "\n|---|---:|---:|---:|---:|---:|")
-	for range scaleOps {
-		fmt.Fprintf(w, "---:|")
-	}
-	fmt.Fprintln(w)
+	tableHeader(w, []string{"side", "pods", "turns", "rollout s", "CPU ms/req", "RSS MiB"}, "p99 ms")
 	for _, s := range summaries {
 		b, compared := base[s.Step]
 		if s.Side == baseline {
