@@ -102,6 +102,20 @@ func freeLoopbackURL() (*url.URL, error) {
 	return &url.URL{Scheme: "http", Host: l.Addr().String()}, nil
 }
 
+// peerURLBeside chooses a free loopback peer URL other than clientURL. The
+// client port, when chosen by Complete, is free again by now, and the
+// kernel may hand it out a second time; etcd would then bind its peer
+// listener there and fail on the client's with "address already in use".
+func peerURLBeside(clientURL *url.URL) (*url.URL, error) {
+	for range 10 {
+		u, err := freeLoopbackURL()
+		if err != nil || u.Port() != clientURL.Port() {
+			return u, err
+		}
+	}
+	return nil, fmt.Errorf("every free port offered was the client's, %s", clientURL.Port())
+}
+
 // startTimeout bounds how long a member may take to become ready. A data
 // directory with a large write-ahead log replays within it.
 const startTimeout = 2 * time.Minute
@@ -114,7 +128,7 @@ func Start(o *Options) (*embed.Etcd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--embedded-etcd-client-url: %w", err)
 	}
-	peerURL, err := freeLoopbackURL()
+	peerURL, err := peerURLBeside(clientURL)
 	if err != nil {
 		return nil, fmt.Errorf("choosing a peer port for the embedded etcd: %w", err)
 	}
