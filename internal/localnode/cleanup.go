@@ -30,6 +30,16 @@ func removeRun(r record) error {
 	if err := unmountUnder(r.Mounts); err != nil {
 		errs = append(errs, err)
 	}
+	// The veths go before the namespaces, by name: `ip netns del` only
+	// removes the name, and the kernel destroys the namespace, and with it
+	// the veth's host end, later, once nothing holds it, which the host
+	// could show after the run had ended. Deleting a veth deletes both ends
+	// before the command returns.
+	for _, veth := range bridgePorts(r.Bridge) {
+		if err := run("ip", "link", "del", veth); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, ns := range r.Nodes {
 		if _, err := os.Stat("/run/netns/" + ns); err == nil {
 			if err := run("ip", "netns", "del", ns); err != nil {
@@ -188,6 +198,10 @@ func Leftovers(id int, dir string) []string {
 	}
 	if linkExists(r.Bridge) {
 		left = append(left, "bridge "+r.Bridge)
+	}
+	veths, _ := filepath.Glob("/sys/class/net/" + r.Bridge + "v*")
+	for _, v := range veths {
+		left = append(left, "veth "+filepath.Base(v))
 	}
 	if hostTableExists(r.Table) {
 		left = append(left, "nft table inet "+r.Table)

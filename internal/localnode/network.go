@@ -205,6 +205,16 @@ func runOutput(name string, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// bridgePorts are the interfaces attached to bridge: the nodes' veths.
+func bridgePorts(bridge string) []string {
+	entries, _ := os.ReadDir("/sys/class/net/" + bridge + "/brif")
+	var ports []string
+	for _, e := range entries {
+		ports = append(ports, e.Name())
+	}
+	return ports
+}
+
 // linkExists reports whether the host has a network interface name.
 func linkExists(name string) bool {
 	_, err := os.Stat("/sys/class/net/" + name)
