@@ -378,11 +378,14 @@ const (
 // probe measures the cluster at its current size: iterations rounds of a
 // pod's life as a kubelet and scheduler see it (create, bind, status
 // patch) plus a PersistentVolume create, from concurrency clients as
-// probeUser; then the LISTs controllers and users make, one after
-// another, a third as many rounds (a p99 of fewer than a hundred is only
-// the slowest one). Everything it creates is deleted again (untimed). c is
-// probeUser's client.
-func probe(ctx context.Context, c kubernetes.Interface, iterations, concurrency, volumeRules, step int) (map[string]latency, error) {
+// probeUser; then listRounds rounds of the LISTs controllers and users
+// make, one after another. A p99 is the slowest hundredth: of fewer than a
+// hundred it is only the slowest one, and of a few hundred one garbage
+// collection or fsync decides it. The writes take milliseconds, so they
+// get many rounds; a LIST of every pod takes seconds at 30,000 pods, so
+// the LISTs get fewer. Everything the probe creates is deleted again
+// (untimed). c is probeUser's client.
+func probe(ctx context.Context, c kubernetes.Interface, iterations, listRounds, concurrency, volumeRules, step int) (map[string]latency, error) {
 	r := newRecorder()
 	perClient := (iterations + concurrency - 1) / concurrency
 	var wg sync.WaitGroup
@@ -400,7 +403,7 @@ func probe(ctx context.Context, c kubernetes.Interface, iterations, concurrency,
 		}()
 	}
 	wg.Wait()
-	for range max(iterations/3, 10) {
+	for range listRounds {
 		_ = r.time(opListPodsNS, func() error { return created(c.CoreV1().Pods(workloadNamespace(0)).List(ctx, metav1.ListOptions{})) })
 		_ = r.time(opListPodsPage, func() error { return created(c.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 500})) })
 		_ = r.time(opListNodes, func() error { return created(c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})) })
