@@ -135,7 +135,8 @@ func main() {
 	flag.StringVar(&so.sides, "sides", "turnstile,upstream-same,upstream", "scale: the sides to grow, one after another (turnstile, upstream-same, upstream)")
 	flag.IntVar(&so.repeats, "repeats", 1, "scale: turns in which every side grows through the steps, in alternating order; the summary compares medians")
 	flag.IntVar(&so.probes, "probes", 1000, "scale: pod and volume rounds of the probe at each step (a p99 of 1,000 is the tenth slowest)")
-	flag.IntVar(&so.listProbes, "list-probes", 100, "scale: rounds of the probe's three LISTs at each step")
+	flag.IntVar(&so.listProbes, "list-probes", 100, "scale: the fewest rounds of the probe's three LISTs at each step")
+	flag.DurationVar(&so.listFor, "list-duration", 30*time.Second, "scale: the shortest time the probe's LIST rounds take at each step (more rounds on a small cluster)")
 	flag.IntVar(&so.replicas, "replicas", 100, "scale: pods per Deployment")
 	flag.IntVar(&so.clientQPS, "client-qps", 200, "scale: kube-controller-manager's and kube-scheduler's --kube-api-qps (burst twice that)")
 	flag.IntVar(&so.leaseSeconds, "lease-seconds", 40, "scale: the fake nodes' lease duration (kubelet's default 40 s: renewed every 10 s)")
@@ -155,8 +156,8 @@ func main() {
 		if err == nil && so.repeats < 1 {
 			err = fmt.Errorf("-repeats %d: want at least 1", so.repeats)
 		}
-		if err == nil && (so.probes < 1 || so.listProbes < 1) {
-			err = fmt.Errorf("-probes %d, -list-probes %d: want at least 1 of each", so.probes, so.listProbes)
+		if err == nil && (so.probes < 1 || so.listProbes < 1 || so.listFor < 0) {
+			err = fmt.Errorf("-probes %d, -list-probes %d, -list-duration %s: want at least 1 round of each and no negative time", so.probes, so.listProbes, so.listFor)
 		}
 		if err == nil {
 			so.steps, so.out, so.admission, so.concurrency, so.profile = steps, o.out, o.admission, o.concurrency, o.profile

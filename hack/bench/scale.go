@@ -82,6 +82,7 @@ type scaleOptions struct {
 	admission    string
 	probes       int
 	listProbes   int
+	listFor      time.Duration
 	concurrency  int
 	replicas     int
 	clientQPS    int
@@ -429,7 +430,7 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	if err := writeProfile(background, f.BackgroundProfile); err != nil {
 		return err
 	}
-	if f.Latency, err = probe(ctx, probeClient, o.probes, o.listProbes, o.concurrency, step.VolumeRules, index); err != nil {
+	if f.Latency, err = probe(ctx, probeClient, o, step.VolumeRules, index); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
 	for op, l := range f.Latency {

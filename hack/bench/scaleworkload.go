@@ -375,21 +375,24 @@ const (
 	opListNodes    = "list nodes"
 )
 
-// probe measures the cluster at its current size: iterations rounds of a
+// probe measures the cluster at its current size: o.probes rounds of a
 // pod's life as a kubelet and scheduler see it (create, bind, status
-// patch) plus a PersistentVolume create, from concurrency clients as
-// probeUser; then listRounds rounds of the LISTs controllers and users
-// make, one after another. A p99 is the slowest hundredth: of fewer than a
-// hundred it is only the slowest one, and of a few hundred one garbage
-// collection or fsync decides it. The writes take milliseconds, so they
-// get many rounds; a LIST of every pod takes seconds at 30,000 pods, so
-// the LISTs get fewer. Everything the probe creates is deleted again
-// (untimed). c is probeUser's client.
-func probe(ctx context.Context, c kubernetes.Interface, iterations, listRounds, concurrency, volumeRules, step int) (map[string]latency, error) {
+// patch) plus a PersistentVolume create, from o.concurrency clients as
+// probeUser; then rounds of the LISTs controllers and users make, one
+// after another, at least o.listProbes of them and for at least o.listFor.
+// A p99 is the slowest hundredth: of fewer than a hundred it is only the
+// slowest one, and of a few hundred one garbage collection or fsync
+// decides it. The writes take milliseconds, so they get many rounds. The
+// LISTs get a time as well as a count: a LIST of every pod takes seconds
+// at 30,000 pods, and on a small cluster a hundred rounds take 5 s, so
+// that whether they met the fake nodes' heartbeats (every 10 s) was
+// chance. Everything the probe creates is deleted again (untimed). c is
+// probeUser's client.
+func probe(ctx context.Context, c kubernetes.Interface, o scaleOptions, volumeRules, step int) (map[string]latency, error) {
 	r := newRecorder()
-	perClient := (iterations + concurrency - 1) / concurrency
+	perClient := (o.probes + o.concurrency - 1) / o.concurrency
 	var wg sync.WaitGroup
-	for client := range concurrency {
+	for client := range o.concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -403,7 +406,8 @@ func probe(ctx context.Context, c kubernetes.Interface, iterations, listRounds, 
 		}()
 	}
 	wg.Wait()
-	for range listRounds {
+	began := time.Now()
+	for round := 0; (round < o.listProbes || time.Since(began) < o.listFor) && ctx.Err() == nil; round++ {
 		_ = r.time(opListPodsNS, func() error { return created(c.CoreV1().Pods(workloadNamespace(0)).List(ctx, metav1.ListOptions{})) })
 		_ = r.time(opListPodsPage, func() error { return created(c.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 500})) })
 		_ = r.time(opListNodes, func() error { return created(c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})) })
