@@ -384,10 +384,10 @@ const (
 // slowest one, and of a few hundred one garbage collection or fsync
 // decides it. The writes take milliseconds, so they get many rounds. The
 // LISTs get a time as well as a count: a LIST of every pod takes seconds
-// at 30,000 pods, and on a small cluster a hundred rounds take 5 s, so
-// that whether they met the fake nodes' heartbeats (every 10 s) was
-// chance. Everything the probe creates is deleted again (untimed). c is
-// probeUser's client.
+// at 30,000 pods, where a hundred rounds is all there is time for, while
+// on a small cluster a hundred rounds take 5 s and 30 s gives five times
+// the samples. Everything the probe creates is deleted again (untimed). c
+// is probeUser's client.
 func probe(ctx context.Context, c kubernetes.Interface, o scaleOptions, volumeRules, step int) (map[string]latency, error) {
 	r := newRecorder()
 	perClient := (o.probes + o.concurrency - 1) / o.concurrency

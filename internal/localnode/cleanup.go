@@ -35,8 +35,10 @@ func removeRun(r record) error {
 	// the veth's host end, later, once nothing holds it, which the host
 	// could show after the run had ended. Deleting a veth deletes both ends
 	// before the command returns.
-	for _, veth := range bridgePorts(r.Bridge) {
-		if err := run("ip", "link", "del", veth); err != nil {
+	for _, veth := range nodeVeths(r.Bridge) {
+		// One the kernel was destroying already is gone by the time it is
+		// named, and that is no failure.
+		if err := run("ip", "link", "del", veth); err != nil && linkExists(veth) {
 			errs = append(errs, err)
 		}
 	}
@@ -199,9 +201,8 @@ func Leftovers(id int, dir string) []string {
 	if linkExists(r.Bridge) {
 		left = append(left, "bridge "+r.Bridge)
 	}
-	veths, _ := filepath.Glob("/sys/class/net/" + r.Bridge + "v*")
-	for _, v := range veths {
-		left = append(left, "veth "+filepath.Base(v))
+	for _, veth := range nodeVeths(r.Bridge) {
+		left = append(left, "veth "+veth)
 	}
 	if hostTableExists(r.Table) {
 		left = append(left, "nft table inet "+r.Table)

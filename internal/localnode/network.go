@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -205,14 +206,15 @@ func runOutput(name string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// bridgePorts are the interfaces attached to bridge: the nodes' veths.
-func bridgePorts(bridge string) []string {
-	entries, _ := os.ReadDir("/sys/class/net/" + bridge + "/brif")
-	var ports []string
-	for _, e := range entries {
-		ports = append(ports, e.Name())
+// nodeVeths are the host ends of the nodes' veths on bridge, by their
+// names (Node.veth), attached to it or not.
+func nodeVeths(bridge string) []string {
+	paths, _ := filepath.Glob("/sys/class/net/" + bridge + "v*")
+	var veths []string
+	for _, p := range paths {
+		veths = append(veths, filepath.Base(p))
 	}
-	return ports
+	return veths
 }
 
 // linkExists reports whether the host has a network interface name.
