@@ -206,10 +206,14 @@ func runOutput(name string, args ...string) (string, error) {
 	return string(out), nil
 }
 
-// nodeVeths are the host ends of the nodes' veths on bridge, by their
-// names (Node.veth), attached to it or not.
+// vethPrefix begins the name of every node veth's host end on bridge
+// (Node.veth), so that the cleanup finds them by name.
+func vethPrefix(bridge string) string { return bridge + "v" }
+
+// nodeVeths are the host ends of the nodes' veths on bridge, attached to it
+// or not.
 func nodeVeths(bridge string) []string {
-	paths, _ := filepath.Glob("/sys/class/net/" + bridge + "v*")
+	paths, _ := filepath.Glob("/sys/class/net/" + vethPrefix(bridge) + "*")
 	var veths []string
 	for _, p := range paths {
 		veths = append(veths, filepath.Base(p))

@@ -46,7 +46,7 @@ type Node struct {
 // Netns is the node's network namespace.
 func (n *Node) Netns() string { return fmt.Sprintf("%s%d-%s", netnsPrefix, n.cluster.id, n.Name) }
 
-func (n *Node) veth() string        { return fmt.Sprintf("%sv%d", n.cluster.bridge(), n.Index) }
+func (n *Node) veth() string        { return fmt.Sprintf("%s%d", vethPrefix(n.cluster.bridge()), n.Index) }
 func (n *Node) dir() string         { return filepath.Join(n.cluster.cfg.Dir, "nodes", n.Name) }
 func (n *Node) kubeletRoot() string { return filepath.Join(n.dir(), "kubelet") }
 
