@@ -7,16 +7,19 @@ package main
 // PersistentVolumeLabel rules) and measures at each step:
 //   - the time the step's Deployments take to become available, and the
 //     apiserver's CPU per request while they roll out;
-//   - with the cluster at that size, a probe's latencies (scaleworkload.go);
+//   - with the cluster at that size, a probe's latencies (scaleworkload.go),
+//     and etcd's mean fsync meanwhile: the disk's part of the writes';
 //   - the apiserver's resident memory.
 // Sides run one after another, each alone on the machine.
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,6 +169,11 @@ type scaleFigure struct {
 	// BackgroundProfile is a CPU profile of settleWindow once settled,
 	// before the probe: where the background cores go.
 	BackgroundProfile string `json:"backgroundProfile,omitempty"`
+	// EtcdFsyncMs and EtcdCommitMs are etcd's mean WAL fsync and backend
+	// commit while the probe ran (etcdDisk): the disk's part in the
+	// probe's write latencies, which is not the apiserver's.
+	EtcdFsyncMs  float64 `json:"etcdFsyncMs"`
+	EtcdCommitMs float64 `json:"etcdCommitMs"`
 }
 
 type scaleReport struct {
@@ -430,9 +438,18 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	if err := writeProfile(background, f.BackgroundProfile); err != nil {
 		return err
 	}
+	diskBefore, err := c.etcdDisk(ctx)
+	if err != nil {
+		return err
+	}
 	if f.Latency, err = probe(ctx, probeClient, o, step.VolumeRules, index); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
+	diskAfter, err := c.etcdDisk(ctx)
+	if err != nil {
+		return err
+	}
+	f.EtcdFsyncMs, f.EtcdCommitMs = diskAfter.meansSince(diskBefore)
 	for op, l := range f.Latency {
 		if l.Errors > 0 {
 			return fmt.Errorf("probe: %d of the %q requests failed, the first: %s", l.Errors, op, l.FirstError)
@@ -569,7 +586,13 @@ func (c *scaleCluster) scrape(ctx context.Context, each func(name, line string, 
 	if err != nil {
 		return fmt.Errorf("/metrics: %w", err)
 	}
-	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	return eachSample(body, each)
+}
+
+// eachSample calls each for every sample of a Prometheus text exposition:
+// the metric's name, the whole line (for its labels) and the value.
+func eachSample(body []byte, each func(name, line string, value float64)) error {
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -583,6 +606,74 @@ func (c *scaleCluster) scrape(ctx context.Context, each func(name, line string, 
 		}
 	}
 	return sc.Err()
+}
+
+// etcdDisk is etcd's own time on the disk so far: its WAL's fsyncs and its
+// backend's commits, counted and summed. Every write the probe times waits
+// for a WAL fsync, and a backend commit (batched, every 100 ms) holds up
+// the writes being applied while it runs. The disk belongs to neither
+// apiserver: a turn whose writes were slow while etcd's fsyncs were slow
+// too measured the disk.
+type etcdDisk struct {
+	Fsyncs, FsyncSeconds, Commits, CommitSeconds float64
+}
+
+// etcdDisk reads etcd's /metrics (plain HTTP on loopback, as StartEtcd
+// serves it).
+func (c *scaleCluster) etcdDisk(ctx context.Context) (etcdDisk, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.etcd.URL+"/metrics", nil)
+	if err != nil {
+		return etcdDisk{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return etcdDisk{}, fmt.Errorf("etcd's /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s", resp.Status)
+	}
+	var d etcdDisk
+	if err == nil {
+		d, err = parseEtcdDisk(body)
+	}
+	if err != nil {
+		return etcdDisk{}, fmt.Errorf("etcd's /metrics: %w", err)
+	}
+	return d, nil
+}
+
+// parseEtcdDisk takes etcdDisk from etcd's metrics.
+func parseEtcdDisk(body []byte) (etcdDisk, error) {
+	var d etcdDisk
+	fields := map[string]*float64{
+		"etcd_disk_wal_fsync_duration_seconds_count":      &d.Fsyncs,
+		"etcd_disk_wal_fsync_duration_seconds_sum":        &d.FsyncSeconds,
+		"etcd_disk_backend_commit_duration_seconds_count": &d.Commits,
+		"etcd_disk_backend_commit_duration_seconds_sum":   &d.CommitSeconds,
+	}
+	err := eachSample(body, func(name, _ string, value float64) {
+		if field, ok := fields[name]; ok {
+			*field = value
+		}
+	})
+	if err == nil && d.Fsyncs == 0 {
+		err = fmt.Errorf("no etcd_disk_wal_fsync_duration_seconds")
+	}
+	return d, err
+}
+
+// meansSince returns the mean fsync and commit, in milliseconds, of those
+// etcd made after before; zero where it made none.
+func (d etcdDisk) meansSince(before etcdDisk) (fsyncMs, commitMs float64) {
+	mean := func(seconds, count float64) float64 {
+		if count <= 0 {
+			return 0
+		}
+		return seconds / count * 1000
+	}
+	return mean(d.FsyncSeconds-before.FsyncSeconds, d.Fsyncs-before.Fsyncs), mean(d.CommitSeconds-before.CommitSeconds, d.Commits-before.Commits)
 }
 
 // reloadVolumeRules rewrites PersistentVolumeLabel's rules and waits until
@@ -646,14 +737,14 @@ func tableHeader(w io.Writer, columns []string, suffix string) {
 
 func printScaleTable(w io.Writer, rep scaleReport) {
 	fmt.Fprintln(w)
-	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores"}, "p50/p99 ms")
+	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores", "etcd fsync / commit ms"}, "p50/p99 ms")
 	for _, f := range rep.Figures {
 		s := f.Step
 		if !f.Reached {
 			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | not reached: %s |\n", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores)
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f | %.1f / %.1f |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores, f.EtcdFsyncMs, f.EtcdCommitMs)
 		for _, op := range scaleOps {
 			l := f.Latency[op]
 			fmt.Fprintf(w, " %.1f / %.1f |", l.P50, l.P99)
@@ -690,6 +781,7 @@ type scaleSummary struct {
 	RolloutSeconds  spread            `json:"rolloutSeconds"`
 	CPUPerRequestMs spread            `json:"cpuPerRequestMs"`
 	RSSMiB          spread            `json:"rssMiB"`
+	EtcdFsyncMs     spread            `json:"etcdFsyncMs"`
 	P99             map[string]spread `json:"p99Ms"`
 }
 
@@ -699,13 +791,13 @@ func summarize(rep scaleReport) []scaleSummary {
 	var out []scaleSummary
 	for _, side := range rep.Sides {
 		for _, step := range rep.Steps {
-			var rollout, cpu, rss []float64
+			var rollout, cpu, rss, fsync []float64
 			p99 := map[string][]float64{}
 			for _, f := range rep.Figures {
 				if f.Side != side.Name || f.Step != step || !f.Reached {
 					continue
 				}
-				rollout, cpu, rss = append(rollout, f.RolloutSeconds), append(cpu, f.CPUPerRequestMs), append(rss, f.RSSMiB)
+				rollout, cpu, rss, fsync = append(rollout, f.RolloutSeconds), append(cpu, f.CPUPerRequestMs), append(rss, f.RSSMiB), append(fsync, f.EtcdFsyncMs)
 				for _, op := range scaleOps {
 					p99[op] = append(p99[op], f.Latency[op].P99)
 				}
@@ -713,7 +805,7 @@ func summarize(rep scaleReport) []scaleSummary {
 			if len(rollout) == 0 {
 				continue
 			}
-			s := scaleSummary{Side: side.Name, Step: step, Turns: len(rollout), RolloutSeconds: spreadOf(rollout), CPUPerRequestMs: spreadOf(cpu), RSSMiB: spreadOf(rss), P99: map[string]spread{}}
+			s := scaleSummary{Side: side.Name, Step: step, Turns: len(rollout), RolloutSeconds: spreadOf(rollout), CPUPerRequestMs: spreadOf(cpu), RSSMiB: spreadOf(rss), EtcdFsyncMs: spreadOf(fsync), P99: map[string]spread{}}
 			for op, values := range p99 {
 				s.P99[op] = spreadOf(values)
 			}
@@ -745,7 +837,7 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 		return text
 	}
 	fmt.Fprintf(w, "\nMedian (lowest–highest) over the turns that reached each step; ×: the median's ratio to %s's at the same step.\n\n", baseline)
-	tableHeader(w, []string{"side", "pods", "turns", "rollout s", "CPU ms/req", "RSS MiB"}, "p99 ms")
+	tableHeader(w, []string{"side", "pods", "turns", "rollout s", "CPU ms/req", "RSS MiB", "etcd fsync ms"}, "p99 ms")
 	for _, s := range summaries {
 		b, compared := base[s.Step]
 		if s.Side == baseline {
@@ -757,8 +849,9 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 			}
 			return 0
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s |", s.Side, s.Step.Pods, s.Turns,
-			cell(s.RolloutSeconds, of(b.RolloutSeconds), "%.0f"), cell(s.CPUPerRequestMs, of(b.CPUPerRequestMs), "%.2f"), cell(s.RSSMiB, of(b.RSSMiB), "%.0f"))
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |", s.Side, s.Step.Pods, s.Turns,
+			cell(s.RolloutSeconds, of(b.RolloutSeconds), "%.0f"), cell(s.CPUPerRequestMs, of(b.CPUPerRequestMs), "%.2f"), cell(s.RSSMiB, of(b.RSSMiB), "%.0f"),
+			cell(s.EtcdFsyncMs, of(b.EtcdFsyncMs), "%.1f"))
 		for _, op := range scaleOps {
 			fmt.Fprintf(w, " %s |", cell(s.P99[op], of(b.P99[op]), "%.0f"))
 		}

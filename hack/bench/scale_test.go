@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -116,7 +118,7 @@ func TestScaleReport(t *testing.T) {
 		Sides:   []scaleSide{{Name: "turnstile"}, {Name: "upstream"}},
 		Steps:   []scaleStep{{1, 10, 1, 1}, {2, 20, 2, 2}},
 		Figures: []scaleFigure{
-			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123, SettleSeconds: 35, BackgroundCores: 0.42,
+			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123, SettleSeconds: 35, BackgroundCores: 0.42, EtcdFsyncMs: 2.5, EtcdCommitMs: 4,
 				Profile: &profileReport{Chain: pluginCost{Share: 0.25}, Plugins: []pluginCost{{Plugin: "LimitRanger", Share: 0.1}, {Plugin: "PodSecurityPolicy", Share: 0.031}}}},
 			{Side: "turnstile", Step: scaleStep{2, 20, 2, 2}, Repeat: 1, Reason: "not attempted: memory"},
 			{Side: "upstream", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true},
@@ -130,7 +132,7 @@ func TestScaleReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| turnstile | 1 | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 | 35 / 0.42 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 1 | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
+	for _, want := range []string{"| turnstile | 1 | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 | 35 / 0.42 | 2.5 / 4.0 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 1 | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
 		if !strings.Contains(string(table), want) {
 			t.Errorf("table.md lacks %q:\n%s", want, table)
 		}
@@ -216,7 +218,7 @@ func TestTurnOrder(t *testing.T) {
 func TestSummary(t *testing.T) {
 	small, large := scaleStep{1, 10, 1, 1}, scaleStep{2, 20, 2, 2}
 	figure := func(side string, repeat int, step scaleStep, p99, cpu float64) scaleFigure {
-		return scaleFigure{Side: side, Repeat: repeat, Step: step, Reached: true, CPUPerRequestMs: cpu, RSSMiB: 100, RolloutSeconds: 10,
+		return scaleFigure{Side: side, Repeat: repeat, Step: step, Reached: true, CPUPerRequestMs: cpu, RSSMiB: 100, RolloutSeconds: 10, EtcdFsyncMs: cpu,
 			Latency: map[string]latency{opPodCreate: {P99: p99}}}
 	}
 	rep := scaleReport{
@@ -243,13 +245,53 @@ func TestSummary(t *testing.T) {
 	var table strings.Builder
 	printSummaryTable(&table, got)
 	for _, want := range []string{
-		"| turnstile | 10 | 3 | 10 (10–10) ×1.00 | 3.00 (3.00–4.00) ×1.50 | 100 (100–100) ×1.00 | 60 (50–90) ×1.33 |",
-		"| upstream-same | 10 | 3 | 10 (10–10) | 2.00 (2.00–2.00) | 100 (100–100) | 45 (40–50) |",
+		"| turnstile | 10 | 3 | 10 (10–10) ×1.00 | 3.00 (3.00–4.00) ×1.50 | 100 (100–100) ×1.00 | 3.0 (3.0–4.0) ×1.50 | 60 (50–90) ×1.33 |",
+		"| upstream-same | 10 | 3 | 10 (10–10) | 2.00 (2.00–2.00) | 100 (100–100) | 2.0 (2.0–2.0) | 45 (40–50) |",
 		"| upstream-same | 20 | 2 |",
 	} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("summary table lacks %q:\n%s", want, table.String())
 		}
+	}
+}
+
+// TestEtcdDisk reads etcd's disk histograms as etcd exposes them and takes
+// the means of what happened between two reads.
+func TestEtcdDisk(t *testing.T) {
+	exposition := func(fsyncs, fsyncSeconds, commits, commitSeconds float64) []byte {
+		return []byte(fmt.Sprintf(`# HELP etcd_disk_wal_fsync_duration_seconds The latency distributions of fsync called by WAL.
+# TYPE etcd_disk_wal_fsync_duration_seconds histogram
+etcd_disk_wal_fsync_duration_seconds_bucket{le="0.001"} 0
+etcd_disk_wal_fsync_duration_seconds_bucket{le="+Inf"} %[1]g
+etcd_disk_wal_fsync_duration_seconds_sum %[2]g
+etcd_disk_wal_fsync_duration_seconds_count %[1]g
+etcd_disk_backend_commit_duration_seconds_bucket{le="+Inf"} %[3]g
+etcd_disk_backend_commit_duration_seconds_sum %[4]g
+etcd_disk_backend_commit_duration_seconds_count %[3]g
+etcd_disk_defrag_inflight 0
+`, fsyncs, fsyncSeconds, commits, commitSeconds))
+	}
+	read := func(body []byte) etcdDisk {
+		t.Helper()
+		d, err := parseEtcdDisk(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	before := read(exposition(100, 0.5, 50, 0.4))
+	if before != (etcdDisk{Fsyncs: 100, FsyncSeconds: 0.5, Commits: 50, CommitSeconds: 0.4}) {
+		t.Errorf("parsed %+v", before)
+	}
+	fsync, commit := read(exposition(300, 1.5, 60, 0.45)).meansSince(before)
+	if math.Abs(fsync-5) > 1e-9 || math.Abs(commit-5) > 1e-9 {
+		t.Errorf("means: fsync %v ms, commit %v ms; want 5 and 5 (1 s over 200 fsyncs, 50 ms over 10 commits)", fsync, commit)
+	}
+	if fsync, commit := before.meansSince(before); fsync != 0 || commit != 0 {
+		t.Errorf("nothing between the reads: %v, %v; want 0, 0", fsync, commit)
+	}
+	if _, err := parseEtcdDisk([]byte("process_cpu_seconds_total 1\n")); err == nil {
+		t.Error("an exposition without etcd's fsync histogram: no error")
 	}
 }
 
