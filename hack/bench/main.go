@@ -132,6 +132,7 @@ func main() {
 	flag.StringVar(&o.micro, "micro", "", "output of `go test -bench` to include in the report")
 	var so scaleOptions
 	scale := flag.String("scale", "", "run the scale benchmark instead, through these steps: NODES/PODS/POLICIES/RULES,... (make bench-scale)")
+	merge := flag.String("scale-merge", "", "instead of running, combine earlier scale runs (DIR,DIR,...: their latest.json) into one table, summary and plot.json in -out")
 	flag.StringVar(&so.sides, "sides", "turnstile,upstream-same,upstream", "scale: the sides to grow, one after another (turnstile, upstream-same, upstream)")
 	flag.IntVar(&so.repeats, "repeats", 1, "scale: turns in which every side grows through the steps, in alternating order; the summary compares medians")
 	flag.IntVar(&so.probes, "probes", 1000, "scale: pod and volume rounds of the probe at each step (a p99 of 1,000 is the tenth slowest)")
@@ -151,6 +152,17 @@ func main() {
 	_ = quiet.Set("logtostderr", "false")
 	_ = quiet.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
+	if *merge != "" {
+		err := fmt.Errorf("-scale and -scale-merge: one or the other")
+		if *scale == "" {
+			err = writeMergedScale(splitDirs(*merge), o.out)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench-scale: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *scale != "" {
 		steps, err := parseSteps(*scale)
 		if err == nil && so.repeats < 1 {

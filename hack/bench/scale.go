@@ -744,7 +744,11 @@ func printScaleTable(w io.Writer, rep scaleReport) {
 			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | not reached: %s |\n", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f | %.1f / %.1f |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores, f.EtcdFsyncMs, f.EtcdCommitMs)
+		disk := "-" // not measured: runs before 172e0d0
+		if f.EtcdFsyncMs > 0 {
+			disk = fmt.Sprintf("%.1f / %.1f", f.EtcdFsyncMs, f.EtcdCommitMs)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f | %s |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores, disk)
 		for _, op := range scaleOps {
 			l := f.Latency[op]
 			fmt.Fprintf(w, " %.1f / %.1f |", l.P50, l.P99)
@@ -797,7 +801,10 @@ func summarize(rep scaleReport) []scaleSummary {
 				if f.Side != side.Name || f.Step != step || !f.Reached {
 					continue
 				}
-				rollout, cpu, rss, fsync = append(rollout, f.RolloutSeconds), append(cpu, f.CPUPerRequestMs), append(rss, f.RSSMiB), append(fsync, f.EtcdFsyncMs)
+				rollout, cpu, rss = append(rollout, f.RolloutSeconds), append(cpu, f.CPUPerRequestMs), append(rss, f.RSSMiB)
+				if f.EtcdFsyncMs > 0 { // runs before 172e0d0 have none
+					fsync = append(fsync, f.EtcdFsyncMs)
+				}
 				for _, op := range scaleOps {
 					p99[op] = append(p99[op], f.Latency[op].P99)
 				}
@@ -805,7 +812,10 @@ func summarize(rep scaleReport) []scaleSummary {
 			if len(rollout) == 0 {
 				continue
 			}
-			s := scaleSummary{Side: side.Name, Step: step, Turns: len(rollout), RolloutSeconds: spreadOf(rollout), CPUPerRequestMs: spreadOf(cpu), RSSMiB: spreadOf(rss), EtcdFsyncMs: spreadOf(fsync), P99: map[string]spread{}}
+			s := scaleSummary{Side: side.Name, Step: step, Turns: len(rollout), RolloutSeconds: spreadOf(rollout), CPUPerRequestMs: spreadOf(cpu), RSSMiB: spreadOf(rss), P99: map[string]spread{}}
+			if len(fsync) > 0 {
+				s.EtcdFsyncMs = spreadOf(fsync)
+			}
 			for op, values := range p99 {
 				s.P99[op] = spreadOf(values)
 			}
@@ -830,6 +840,9 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 		}
 	}
 	cell := func(v spread, of float64, format string) string {
+		if v == (spread{}) {
+			return "-" // not measured: the fsyncs of runs before 172e0d0
+		}
 		text := fmt.Sprintf(format+" ("+format+"–"+format+")", v.Median, v.Min, v.Max)
 		if of > 0 {
 			text += fmt.Sprintf(" ×%.2f", v.Median/of)

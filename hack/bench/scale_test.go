@@ -371,3 +371,67 @@ func TestKeepLogTails(t *testing.T) {
 		t.Errorf("kept %v, want %v", got, want)
 	}
 }
+
+func TestMergeScaleRuns(t *testing.T) {
+	small, large := scaleStep{1, 10, 1, 1}, scaleStep{2, 20, 2, 2}
+	run := func(machine string, steps []scaleStep, sides ...string) string {
+		t.Helper()
+		dir := t.TempDir()
+		rep := scaleReport{Machine: machine, Steps: steps}
+		for _, side := range sides {
+			rep.Sides = append(rep.Sides, scaleSide{Name: side})
+			for repeat := 1; repeat <= 2; repeat++ {
+				for _, step := range steps {
+					rep.Figures = append(rep.Figures, scaleFigure{Side: side, Step: step, Repeat: repeat, Reached: true, RSSMiB: 100,
+						Latency: map[string]latency{opPodCreate: {P99: float64(step.Pods)}}})
+				}
+			}
+		}
+		if err := writeScaleReport(dir, rep); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	first, second := run("m", []scaleStep{large}, "turnstile"), run("m", []scaleStep{small}, "turnstile", baseline)
+	out := filepath.Join(t.TempDir(), "merged")
+	if err := writeMergedScale([]string{first, second}, out); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "latest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var merged scaleReport
+	if err := json.Unmarshal(data, &merged); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(merged.Steps, []scaleStep{small, large}) || len(merged.Sides) != 2 || merged.Sides[1].Name != baseline {
+		t.Errorf("steps %v (want by size), sides %v", merged.Steps, merged.Sides)
+	}
+	var turns []int
+	for _, f := range merged.Figures {
+		if f.Side == "turnstile" {
+			turns = append(turns, f.Repeat)
+		}
+	}
+	if !reflect.DeepEqual(turns, []int{1, 2, 3, 4}) {
+		t.Errorf("turnstile's turns %v, want the second run's numbered on: [1 2 3 4]", turns)
+	}
+	if len(merged.Summary) != 3 || merged.Summary[0].Turns != 2 {
+		t.Errorf("summary: %+v", merged.Summary)
+	}
+	for _, bad := range []struct {
+		dirs []string
+		out  string
+		want string
+	}{
+		{[]string{first, run("other", []scaleStep{small}, "turnstile")}, out, "different machines"},
+		{[]string{first, t.TempDir()}, out, "no such file"},
+		{[]string{first, second}, second, "would be overwritten"},
+		{nil, out, "no directories"},
+	} {
+		if err := writeMergedScale(bad.dirs, bad.out); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("merge %v into %s: %v, want an error with %q", bad.dirs, bad.out, err, bad.want)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// writeMergedScale combines the reports (latest.json) of earlier scale runs
+// in dirs into one table, summary and plot in out (-scale-merge): a p99's
+// median over four turns still moves by 10-15% from run to run, and more
+// turns than one sitting holds are several runs.
+func writeMergedScale(dirs []string, out string) error {
+	if len(dirs) == 0 {
+		return fmt.Errorf("-scale-merge: no directories")
+	}
+	for _, dir := range dirs {
+		if filepath.Clean(dir) == filepath.Clean(out) {
+			return fmt.Errorf("-out %s is one of the runs merged: its report would be overwritten", out)
+		}
+	}
+	rep, err := mergeScaleRuns(dirs)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	printScaleTable(os.Stdout, rep)
+	return writeScaleReport(out, rep)
+}
+
+// mergeScaleRuns reads the runs' reports. The turns are numbered on from
+// run to run; sides and steps are the union of the runs', steps by size.
+func mergeScaleRuns(dirs []string) (scaleReport, error) {
+	var merged scaleReport
+	for _, dir := range dirs {
+		file := filepath.Join(dir, "latest.json")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return merged, err
+		}
+		var rep scaleReport
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return merged, fmt.Errorf("%s: %w", file, err)
+		}
+		if len(rep.Figures) == 0 {
+			return merged, fmt.Errorf("%s: no figures: not a scale run's report", file)
+		}
+		if merged.Machine == "" {
+			merged.Started, merged.Machine = rep.Started, rep.Machine
+		} else if rep.Machine != merged.Machine {
+			return merged, fmt.Errorf("%s: ran on %q, %s on %q: figures of different machines do not compare", file, rep.Machine, filepath.Join(dirs[0], "latest.json"), merged.Machine)
+		}
+		for _, side := range rep.Sides {
+			if !slices.ContainsFunc(merged.Sides, func(s scaleSide) bool { return s.Name == side.Name }) {
+				merged.Sides = append(merged.Sides, side)
+			}
+		}
+		for _, step := range rep.Steps {
+			if !slices.Contains(merged.Steps, step) {
+				merged.Steps = append(merged.Steps, step)
+			}
+		}
+		turns := 0
+		for _, f := range merged.Figures {
+			turns = max(turns, f.Repeat)
+		}
+		for _, f := range rep.Figures {
+			f.Repeat += turns
+			merged.Figures = append(merged.Figures, f)
+		}
+	}
+	slices.SortStableFunc(merged.Steps, func(a, b scaleStep) int { return a.Pods - b.Pods })
+	return merged, nil
+}
+
+// splitDirs splits -scale-merge's comma-separated list.
+func splitDirs(list string) []string {
+	var dirs []string
+	for _, dir := range strings.Split(list, ",") {
+		if dir = strings.TrimSpace(dir); dir != "" {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs
+}
