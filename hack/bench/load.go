@@ -250,6 +250,34 @@ func cpuSeconds(pid int) (float64, error) {
 	return (utime + stime) / clockTicks, nil
 }
 
+// machineTicks is the machine's CPU time so far, from /proc/stat's first
+// line, in clock ticks: busy (all but idle and iowait) and in all.
+func machineTicks() (busy, total float64, err error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseMachineTicks(data)
+}
+
+func parseMachineTicks(data []byte) (busy, total float64, err error) {
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	// cpu user nice system idle iowait irq softirq steal (guest and
+	// guest_nice are counted in user and nice already).
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: first line %q: want cpu and eight times", line)
+	}
+	var ticks [8]float64
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseFloat(fields[i+1], 64); err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		total += ticks[i]
+	}
+	return total - ticks[3] - ticks[4], total, nil
+}
+
 // peakRSSMiB is the process's peak resident set size (VmHWM).
 func peakRSSMiB(pid int) (float64, error) {
 	return procMiB(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:")

@@ -174,6 +174,12 @@ type scaleFigure struct {
 	// probe's write latencies, which is not the apiserver's.
 	EtcdFsyncMs  float64 `json:"etcdFsyncMs"`
 	EtcdCommitMs float64 `json:"etcdCommitMs"`
+	// ProbeMachineBusy is the share of the machine's CPUs busy while the
+	// probe ran, and ProbeAPIServerCores the apiserver's part, in cores:
+	// at 30,000 pods the writes queue for CPU that the apiserver shares
+	// with etcd, kwok and the controllers.
+	ProbeMachineBusy    float64 `json:"probeMachineBusy"`
+	ProbeAPIServerCores float64 `json:"probeApiserverCores"`
 }
 
 type scaleReport struct {
@@ -438,18 +444,9 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	if err := writeProfile(background, f.BackgroundProfile); err != nil {
 		return err
 	}
-	diskBefore, err := c.etcdDisk(ctx)
-	if err != nil {
+	if err := c.measuredProbe(ctx, probeClient, o, step, index, f); err != nil {
 		return err
 	}
-	if f.Latency, err = probe(ctx, probeClient, o, step.VolumeRules, index); err != nil {
-		return fmt.Errorf("probe: %w", err)
-	}
-	diskAfter, err := c.etcdDisk(ctx)
-	if err != nil {
-		return err
-	}
-	f.EtcdFsyncMs, f.EtcdCommitMs = diskAfter.meansSince(diskBefore)
 	for op, l := range f.Latency {
 		if l.Errors > 0 {
 			return fmt.Errorf("probe: %d of the %q requests failed, the first: %s", l.Errors, op, l.FirstError)
@@ -471,6 +468,46 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	}
 	f.HeapProfile = files + ".heap.pprof"
 	return writeProfile(heap, f.HeapProfile)
+}
+
+// measuredProbe runs the probe and records, beside its latencies, what
+// else shaped them: etcd's disk, and the machine's and the apiserver's CPU
+// meanwhile.
+func (c *scaleCluster) measuredProbe(ctx context.Context, probeClient kubernetes.Interface, o scaleOptions, step scaleStep, index int, f *scaleFigure) error {
+	diskBefore, err := c.etcdDisk(ctx)
+	if err != nil {
+		return err
+	}
+	busyBefore, totalBefore, err := machineTicks()
+	if err != nil {
+		return err
+	}
+	cpuBefore, err := cpuSeconds(c.apiserver.Pid())
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	if f.Latency, err = probe(ctx, probeClient, o, step.VolumeRules, index); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	cpuAfter, err := cpuSeconds(c.apiserver.Pid())
+	if err != nil {
+		return err
+	}
+	f.ProbeAPIServerCores = (cpuAfter - cpuBefore) / time.Since(began).Seconds()
+	busyAfter, totalAfter, err := machineTicks()
+	if err != nil {
+		return err
+	}
+	if totalAfter > totalBefore {
+		f.ProbeMachineBusy = (busyAfter - busyBefore) / (totalAfter - totalBefore)
+	}
+	diskAfter, err := c.etcdDisk(ctx)
+	if err != nil {
+		return err
+	}
+	f.EtcdFsyncMs, f.EtcdCommitMs = diskAfter.meansSince(diskBefore)
+	return nil
 }
 
 // waitAvailable waits until pods workload pods are available, printing
@@ -737,18 +774,21 @@ func tableHeader(w io.Writer, columns []string, suffix string) {
 
 func printScaleTable(w io.Writer, rep scaleReport) {
 	fmt.Fprintln(w)
-	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores", "etcd fsync / commit ms"}, "p50/p99 ms")
+	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores", "etcd fsync / commit ms", "probe: busy % / apiserver cores"}, "p50/p99 ms")
 	for _, f := range rep.Figures {
 		s := f.Step
 		if !f.Reached {
 			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | not reached: %s |\n", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
 			continue
 		}
-		disk := "-" // not measured: runs before 172e0d0
+		disk, busy := "-", "-" // not measured: runs before 172e0d0 and before this
 		if f.EtcdFsyncMs > 0 {
 			disk = fmt.Sprintf("%.1f / %.1f", f.EtcdFsyncMs, f.EtcdCommitMs)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f | %s |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores, disk)
+		if f.ProbeMachineBusy > 0 {
+			busy = fmt.Sprintf("%.0f / %.2f", 100*f.ProbeMachineBusy, f.ProbeAPIServerCores)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f | %s | %s |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores, disk, busy)
 		for _, op := range scaleOps {
 			l := f.Latency[op]
 			fmt.Fprintf(w, " %.1f / %.1f |", l.P50, l.P99)

@@ -118,7 +118,7 @@ func TestScaleReport(t *testing.T) {
 		Sides:   []scaleSide{{Name: "turnstile"}, {Name: "upstream"}},
 		Steps:   []scaleStep{{1, 10, 1, 1}, {2, 20, 2, 2}},
 		Figures: []scaleFigure{
-			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123, SettleSeconds: 35, BackgroundCores: 0.42, EtcdFsyncMs: 2.5, EtcdCommitMs: 4,
+			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123, SettleSeconds: 35, BackgroundCores: 0.42, EtcdFsyncMs: 2.5, EtcdCommitMs: 4, ProbeMachineBusy: 0.934, ProbeAPIServerCores: 1.2,
 				Profile: &profileReport{Chain: pluginCost{Share: 0.25}, Plugins: []pluginCost{{Plugin: "LimitRanger", Share: 0.1}, {Plugin: "PodSecurityPolicy", Share: 0.031}}}},
 			{Side: "turnstile", Step: scaleStep{2, 20, 2, 2}, Repeat: 1, Reason: "not attempted: memory"},
 			{Side: "upstream", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true},
@@ -132,7 +132,7 @@ func TestScaleReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| turnstile | 1 | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 | 35 / 0.42 | 2.5 / 4.0 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 1 | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
+	for _, want := range []string{"| turnstile | 1 | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 | 35 / 0.42 | 2.5 / 4.0 | 93 / 1.20 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 1 | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
 		if !strings.Contains(string(table), want) {
 			t.Errorf("table.md lacks %q:\n%s", want, table)
 		}
@@ -432,6 +432,19 @@ func TestMergeScaleRuns(t *testing.T) {
 	} {
 		if err := writeMergedScale(bad.dirs, bad.out); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("merge %v into %s: %v, want an error with %q", bad.dirs, bad.out, err, bad.want)
+		}
+	}
+}
+
+func TestParseMachineTicks(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	busy, total, err := parseMachineTicks([]byte("cpu  100 5 50 800 20 3 2 10 7 0\ncpu0 50 2 25 400 10 1 1 5 3 0\n"))
+	if err != nil || busy != 170 || total != 990 {
+		t.Errorf("busy %v, total %v, %v; want 170 of 990 (idle and iowait not busy, guest already in user)", busy, total, err)
+	}
+	for _, bad := range []string{"", "intr 1 2 3\n", "cpu 1 2 3\n", "cpu 1 2 x 4 5 6 7 8\n"} {
+		if _, _, err := parseMachineTicks([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
 		}
 	}
 }
