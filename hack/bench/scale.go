@@ -8,7 +8,8 @@ package main
 //   - the time the step's Deployments take to become available, and the
 //     apiserver's CPU per request while they roll out;
 //   - with the cluster at that size, a probe's latencies (scaleworkload.go),
-//     and etcd's mean fsync meanwhile: the disk's part of the writes';
+//     and what else shaped them: etcd's mean fsync and commit, and how busy
+//     the machine and the apiserver were (measuredProbe);
 //   - the apiserver's resident memory.
 // Sides run one after another, each alone on the machine.
 
@@ -781,7 +782,7 @@ func printScaleTable(w io.Writer, rep scaleReport) {
 			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | not reached: %s |\n", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
 			continue
 		}
-		disk, busy := "-", "-" // not measured: runs before 172e0d0 and before this
+		disk, busy := "-", "-" // not measured: a merged run from before these columns
 		if f.EtcdFsyncMs > 0 {
 			disk = fmt.Sprintf("%.1f / %.1f", f.EtcdFsyncMs, f.EtcdCommitMs)
 		}
@@ -842,7 +843,7 @@ func summarize(rep scaleReport) []scaleSummary {
 					continue
 				}
 				rollout, cpu, rss = append(rollout, f.RolloutSeconds), append(cpu, f.CPUPerRequestMs), append(rss, f.RSSMiB)
-				if f.EtcdFsyncMs > 0 { // runs before 172e0d0 have none
+				if f.EtcdFsyncMs > 0 { // a merged run from before 172e0d0 has none
 					fsync = append(fsync, f.EtcdFsyncMs)
 				}
 				for _, op := range scaleOps {
@@ -881,7 +882,7 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 	}
 	cell := func(v spread, of float64, format string) string {
 		if v == (spread{}) {
-			return "-" // not measured: the fsyncs of runs before 172e0d0
+			return "-" // not measured: the fsyncs of merged runs from before 172e0d0
 		}
 		text := fmt.Sprintf(format+" ("+format+"–"+format+")", v.Median, v.Min, v.Max)
 		if of > 0 {
