@@ -155,7 +155,7 @@ func main() {
 	if *merge != "" {
 		err := fmt.Errorf("-scale and -scale-merge: one or the other")
 		if *scale == "" {
-			err = writeMergedScale(splitDirs(*merge), o.out)
+			err = writeMergedScale(splitList(*merge), o.out)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench-scale: %v\n", err)

@@ -246,10 +246,7 @@ func chooseSides(all []scaleSide, names string) ([]scaleSide, error) {
 		known = append(known, side.Name)
 	}
 	wanted := map[string]bool{}
-	for _, name := range strings.Split(names, ",") {
-		if name = strings.TrimSpace(name); name == "" {
-			continue
-		}
+	for _, name := range splitList(names) {
 		if !slices.Contains(known, name) {
 			return nil, fmt.Errorf("-sides: %q is not a side; the sides are %s", name, strings.Join(known, ", "))
 		}

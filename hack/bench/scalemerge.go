@@ -78,13 +78,14 @@ func mergeScaleRuns(dirs []string) (scaleReport, error) {
 	return merged, nil
 }
 
-// splitDirs splits -scale-merge's comma-separated list.
-func splitDirs(list string) []string {
-	var dirs []string
-	for _, dir := range strings.Split(list, ",") {
-		if dir = strings.TrimSpace(dir); dir != "" {
-			dirs = append(dirs, dir)
+// splitList splits a flag's comma-separated list (-sides, -scale-merge),
+// trimmed, without empty items.
+func splitList(list string) []string {
+	var items []string
+	for _, item := range strings.Split(list, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
 		}
 	}
-	return dirs
+	return items
 }
