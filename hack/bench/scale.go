@@ -181,6 +181,14 @@ type scaleFigure struct {
 	// with etcd, kwok and the controllers.
 	ProbeMachineBusy    float64 `json:"probeMachineBusy"`
 	ProbeAPIServerCores float64 `json:"probeApiserverCores"`
+	// ProbeCPUPerRequestMs is the apiserver's CPU per request it answered
+	// while the probe ran, the background's requests included: with equal
+	// cores, a side that answers fewer requests spends more on each.
+	ProbeCPUPerRequestMs float64 `json:"probeCpuPerRequestMs"`
+	// ProbeProfile is a CPU profile of the probe's first probeProfileFor,
+	// its writes on a large cluster: where the apiserver's cores go while
+	// the write latencies are measured.
+	ProbeProfile *profileReport `json:"probeProfile,omitempty"`
 }
 
 type scaleReport struct {
@@ -442,7 +450,7 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	if err := writeProfile(background, f.BackgroundProfile); err != nil {
 		return err
 	}
-	if err := c.measuredProbe(ctx, probeClient, o, step, index, f); err != nil {
+	if err := c.measuredProbe(ctx, probeClient, o, step, index, files, f); err != nil {
 		return err
 	}
 	for op, l := range f.Latency {
@@ -468,10 +476,17 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	return writeProfile(heap, f.HeapProfile)
 }
 
+// probeProfileFor is how long the probe's CPU profile runs. The writes
+// come first and take about 20 s at 30,000 pods, where the write
+// latencies are in question; on a small cluster they take less and the
+// profile runs on into the LISTs.
+const probeProfileFor = 10 * time.Second
+
 // measuredProbe runs the probe and records, beside its latencies, what
-// else shaped them: etcd's disk, and the machine's and the apiserver's CPU
-// meanwhile.
-func (c *scaleCluster) measuredProbe(ctx context.Context, probeClient kubernetes.Interface, o scaleOptions, step scaleStep, index int, f *scaleFigure) error {
+// else shaped them: etcd's disk, the machine's and the apiserver's CPU
+// meanwhile, and a CPU profile of its first probeProfileFor (files is the
+// stem of the profile's file).
+func (c *scaleCluster) measuredProbe(ctx context.Context, probeClient kubernetes.Interface, o scaleOptions, step scaleStep, index int, files string, f *scaleFigure) error {
 	diskBefore, err := c.etcdDisk(ctx)
 	if err != nil {
 		return err
@@ -480,19 +495,23 @@ func (c *scaleCluster) measuredProbe(ctx context.Context, probeClient kubernetes
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := cpuSeconds(c.apiserver.Pid())
+	cpuBefore, requestsBefore, err := c.usage(ctx)
 	if err != nil {
 		return err
 	}
 	began := time.Now()
+	profiled := c.profileInBackground(ctx, probeProfileFor)
 	if f.Latency, err = probe(ctx, probeClient, o, step.VolumeRules, index); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
-	cpuAfter, err := cpuSeconds(c.apiserver.Pid())
+	cpuAfter, requestsAfter, err := c.usage(ctx)
 	if err != nil {
 		return err
 	}
 	f.ProbeAPIServerCores = (cpuAfter - cpuBefore) / time.Since(began).Seconds()
+	if requestsAfter > requestsBefore {
+		f.ProbeCPUPerRequestMs = (cpuAfter - cpuBefore) / (requestsAfter - requestsBefore) * 1000
+	}
 	busyAfter, totalAfter, err := machineTicks()
 	if err != nil {
 		return err
@@ -505,7 +524,17 @@ func (c *scaleCluster) measuredProbe(ctx context.Context, probeClient kubernetes
 		return err
 	}
 	f.EtcdFsyncMs, f.EtcdCommitMs = diskAfter.meansSince(diskBefore)
-	return nil
+	cpu, err := profiled()
+	if err != nil {
+		return fmt.Errorf("CPU profile of the probe: %w", err)
+	}
+	report, err := attribute(cpu, 0, probeProfileFor)
+	if err != nil {
+		return err
+	}
+	report.Of, report.File = "the probe's first seconds", files+".probe.cpu.pprof"
+	f.ProbeProfile = &report
+	return writeProfile(cpu, report.File)
 }
 
 // waitAvailable waits until pods workload pods are available, printing
@@ -772,7 +801,7 @@ func tableHeader(w io.Writer, columns []string, suffix string) {
 
 func printScaleTable(w io.Writer, rep scaleReport) {
 	fmt.Fprintln(w)
-	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores", "etcd fsync / commit ms", "probe: busy % / apiserver cores"}, "p50/p99 ms")
+	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores", "etcd fsync / commit ms", "probe: busy % / apiserver cores / ms/req"}, "p50/p99 ms")
 	for _, f := range rep.Figures {
 		s := f.Step
 		if !f.Reached {
@@ -785,6 +814,9 @@ func printScaleTable(w io.Writer, rep scaleReport) {
 		}
 		if f.ProbeMachineBusy > 0 {
 			busy = fmt.Sprintf("%.0f / %.2f", 100*f.ProbeMachineBusy, f.ProbeAPIServerCores)
+		}
+		if f.ProbeCPUPerRequestMs > 0 {
+			busy += fmt.Sprintf(" / %.2f", f.ProbeCPUPerRequestMs)
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f | %s | %s |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores, disk, busy)
 		for _, op := range scaleOps {
@@ -803,7 +835,12 @@ type spread struct {
 	Max    float64 `json:"max"`
 }
 
+// spreadOf is the median and range of values; of none, the zero spread
+// (printed as not measured).
 func spreadOf(values []float64) spread {
+	if len(values) == 0 {
+		return spread{}
+	}
 	sort.Float64s(values)
 	n := len(values)
 	median := values[n/2]
@@ -817,14 +854,18 @@ func spreadOf(values []float64) spread {
 // A single run's p99 at these sizes moves by more than 10% from run to
 // run of the same binary, so comparisons are between medians.
 type scaleSummary struct {
-	Side            string            `json:"side"`
-	Step            scaleStep         `json:"step"`
-	Turns           int               `json:"turns"`
-	RolloutSeconds  spread            `json:"rolloutSeconds"`
-	CPUPerRequestMs spread            `json:"cpuPerRequestMs"`
-	RSSMiB          spread            `json:"rssMiB"`
-	EtcdFsyncMs     spread            `json:"etcdFsyncMs"`
-	P99             map[string]spread `json:"p99Ms"`
+	Side            string    `json:"side"`
+	Step            scaleStep `json:"step"`
+	Turns           int       `json:"turns"`
+	RolloutSeconds  spread    `json:"rolloutSeconds"`
+	CPUPerRequestMs spread    `json:"cpuPerRequestMs"`
+	RSSMiB          spread    `json:"rssMiB"`
+	EtcdFsyncMs     spread    `json:"etcdFsyncMs"`
+	// ProbeBusy and ProbeCPUPerRequestMs: the machine's busy share and
+	// the apiserver's CPU per request while the probe ran.
+	ProbeBusy            spread            `json:"probeBusy"`
+	ProbeCPUPerRequestMs spread            `json:"probeCpuPerRequestMs"`
+	P99                  map[string]spread `json:"p99Ms"`
 }
 
 // summarize gathers the figures of each side and step, sides in the
@@ -833,16 +874,22 @@ func summarize(rep scaleReport) []scaleSummary {
 	var out []scaleSummary
 	for _, side := range rep.Sides {
 		for _, step := range rep.Steps {
-			var rollout, cpu, rss, fsync []float64
+			var rollout, cpu, rss, fsync, busy, probeCPU []float64
+			// A turn merged from a run older than a column has zero
+			// there: measured is what the turns that have it measured.
+			measured := func(values []float64, v float64) []float64 {
+				if v > 0 {
+					return append(values, v)
+				}
+				return values
+			}
 			p99 := map[string][]float64{}
 			for _, f := range rep.Figures {
 				if f.Side != side.Name || f.Step != step || !f.Reached {
 					continue
 				}
 				rollout, cpu, rss = append(rollout, f.RolloutSeconds), append(cpu, f.CPUPerRequestMs), append(rss, f.RSSMiB)
-				if f.EtcdFsyncMs > 0 { // a merged run from before 172e0d0 has none
-					fsync = append(fsync, f.EtcdFsyncMs)
-				}
+				fsync, busy, probeCPU = measured(fsync, f.EtcdFsyncMs), measured(busy, f.ProbeMachineBusy), measured(probeCPU, f.ProbeCPUPerRequestMs)
 				for _, op := range scaleOps {
 					p99[op] = append(p99[op], f.Latency[op].P99)
 				}
@@ -850,10 +897,8 @@ func summarize(rep scaleReport) []scaleSummary {
 			if len(rollout) == 0 {
 				continue
 			}
-			s := scaleSummary{Side: side.Name, Step: step, Turns: len(rollout), RolloutSeconds: spreadOf(rollout), CPUPerRequestMs: spreadOf(cpu), RSSMiB: spreadOf(rss), P99: map[string]spread{}}
-			if len(fsync) > 0 {
-				s.EtcdFsyncMs = spreadOf(fsync)
-			}
+			s := scaleSummary{Side: side.Name, Step: step, Turns: len(rollout), RolloutSeconds: spreadOf(rollout), CPUPerRequestMs: spreadOf(cpu), RSSMiB: spreadOf(rss),
+				EtcdFsyncMs: spreadOf(fsync), ProbeBusy: spreadOf(busy), ProbeCPUPerRequestMs: spreadOf(probeCPU), P99: map[string]spread{}}
 			for op, values := range p99 {
 				s.P99[op] = spreadOf(values)
 			}
@@ -879,7 +924,7 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 	}
 	cell := func(v spread, of float64, format string) string {
 		if v == (spread{}) {
-			return "-" // not measured: the fsyncs of merged runs from before 172e0d0
+			return "-" // not measured: merged runs from before the column
 		}
 		text := fmt.Sprintf(format+" ("+format+"–"+format+")", v.Median, v.Min, v.Max)
 		if of > 0 {
@@ -888,7 +933,7 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 		return text
 	}
 	fmt.Fprintf(w, "\nMedian (lowest–highest) over the turns that reached each step; ×: the median's ratio to %s's at the same step.\n\n", baseline)
-	tableHeader(w, []string{"side", "pods", "turns", "rollout s", "CPU ms/req", "RSS MiB", "etcd fsync ms"}, "p99 ms")
+	tableHeader(w, []string{"side", "pods", "turns", "rollout s", "CPU ms/req", "RSS MiB", "etcd fsync ms", "probe: busy %", "probe: CPU ms/req"}, "p99 ms")
 	for _, s := range summaries {
 		b, compared := base[s.Step]
 		if s.Side == baseline {
@@ -900,14 +945,19 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 			}
 			return 0
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |", s.Side, s.Step.Pods, s.Turns,
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %s | %s |", s.Side, s.Step.Pods, s.Turns,
 			cell(s.RolloutSeconds, of(b.RolloutSeconds), "%.0f"), cell(s.CPUPerRequestMs, of(b.CPUPerRequestMs), "%.2f"), cell(s.RSSMiB, of(b.RSSMiB), "%.0f"),
-			cell(s.EtcdFsyncMs, of(b.EtcdFsyncMs), "%.1f"))
+			cell(s.EtcdFsyncMs, of(b.EtcdFsyncMs), "%.1f"), cell(percent(s.ProbeBusy), of(percent(b.ProbeBusy)), "%.0f"), cell(s.ProbeCPUPerRequestMs, of(b.ProbeCPUPerRequestMs), "%.2f"))
 		for _, op := range scaleOps {
 			fmt.Fprintf(w, " %s |", cell(s.P99[op], of(b.P99[op]), "%.0f"))
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// percent is a spread of shares in percent.
+func percent(v spread) spread {
+	return spread{Median: 100 * v.Median, Min: 100 * v.Min, Max: 100 * v.Max}
 }
 
 // writeScaleReport writes the tables (table.md, also printed), the raw
