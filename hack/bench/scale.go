@@ -185,6 +185,14 @@ type scaleFigure struct {
 	// while the probe ran, the background's requests included: with equal
 	// cores, a side that answers fewer requests spends more on each.
 	ProbeCPUPerRequestMs float64 `json:"probeCpuPerRequestMs"`
+	// AllocPerRequestKiB and ProbeAllocPerRequestKiB are the heap bytes
+	// the apiserver allocated per request during the rollout and the
+	// probe, and ProbeGCShare its garbage collector's share of its CPU
+	// during the probe: on a heap of a gigabyte a collection takes seconds
+	// of CPU, and what a side allocates decides how often one comes.
+	AllocPerRequestKiB      float64 `json:"allocPerRequestKiB"`
+	ProbeAllocPerRequestKiB float64 `json:"probeAllocPerRequestKiB"`
+	ProbeGCShare            float64 `json:"probeGcShare"`
 	// ProbeProfile is a CPU profile of the probe's first probeProfileFor,
 	// its writes on a large cluster: where the apiserver's cores go while
 	// the write latencies are measured.
@@ -390,7 +398,7 @@ func growSide(ctx context.Context, o scaleOptions, dir string, pki *framework.PK
 func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclient.Interface, probeClient kubernetes.Interface, side scaleSide, step scaleStep, index int, volumeRules string, f *scaleFigure) error {
 	ctx, cancel := context.WithTimeout(ctx, o.stepTimeout)
 	defer cancel()
-	cpuBefore, requestsBefore, err := c.usage(ctx)
+	before, err := c.usage(ctx)
 	if err != nil {
 		return err
 	}
@@ -429,14 +437,13 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 		return err
 	}
 	f.Profile = &report
-	cpuAfter, requestsAfter, err := c.usage(ctx)
+	after, err := c.usage(ctx)
 	if err != nil {
 		return err
 	}
-	f.RolloutRequests = requestsAfter - requestsBefore
-	if f.RolloutRequests > 0 {
-		f.CPUPerRequestMs = (cpuAfter - cpuBefore) / f.RolloutRequests * 1000
-	}
+	rollout := after.since(before)
+	f.RolloutRequests = rollout.requests
+	f.CPUPerRequestMs, f.AllocPerRequestKiB = rollout.perRequest()
 	fmt.Fprintf(os.Stderr, "bench-scale: %s: available in %.0f s; settling\n", side.Name, f.RolloutSeconds)
 	if f.SettleSeconds, f.BackgroundCores, err = c.settle(ctx); err != nil {
 		return err
@@ -495,7 +502,7 @@ func (c *scaleCluster) measuredProbe(ctx context.Context, probeClient kubernetes
 	if err != nil {
 		return err
 	}
-	cpuBefore, requestsBefore, err := c.usage(ctx)
+	before, err := c.usage(ctx)
 	if err != nil {
 		return err
 	}
@@ -504,13 +511,15 @@ func (c *scaleCluster) measuredProbe(ctx context.Context, probeClient kubernetes
 	if f.Latency, err = probe(ctx, probeClient, o, step.VolumeRules, index); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
-	cpuAfter, requestsAfter, err := c.usage(ctx)
+	after, err := c.usage(ctx)
 	if err != nil {
 		return err
 	}
-	f.ProbeAPIServerCores = (cpuAfter - cpuBefore) / time.Since(began).Seconds()
-	if requestsAfter > requestsBefore {
-		f.ProbeCPUPerRequestMs = (cpuAfter - cpuBefore) / (requestsAfter - requestsBefore) * 1000
+	spent := after.since(before)
+	f.ProbeAPIServerCores = spent.cpu / time.Since(began).Seconds()
+	f.ProbeCPUPerRequestMs, f.ProbeAllocPerRequestKiB = spent.perRequest()
+	if spent.cpu > 0 {
+		f.ProbeGCShare = spent.gcCPU / spent.cpu
 	}
 	busyAfter, totalAfter, err := machineTicks()
 	if err != nil {
@@ -630,18 +639,64 @@ func settled(previous, current float64) bool {
 	return previous >= 0 && current >= 0.9*previous
 }
 
-// usage is the apiserver's CPU seconds so far and the sum of
-// apiserver_request_total: every request it has answered.
-func (c *scaleCluster) usage(ctx context.Context) (cpu, requests float64, err error) {
-	if cpu, err = cpuSeconds(c.apiserver.Pid()); err != nil {
-		return 0, 0, err
+// usage is what the apiserver has spent so far: CPU seconds (from /proc),
+// requests answered (the sum of apiserver_request_total), and from the Go
+// runtime's metrics the bytes allocated on the heap and the CPU seconds
+// its garbage collector took.
+type usage struct {
+	cpu, requests, allocBytes, gcCPU float64
+}
+
+// The Go runtime's counters, as client_golang names them for
+// /gc/heap/allocs:bytes and /cpu/classes/gc/total:cpu-seconds (the
+// apiserver's registry exports every runtime metric). The GC's CPU is the
+// runtime's estimate, brought up to date at each collection.
+const (
+	metricAllocBytes = "go_gc_heap_allocs_bytes_total"
+	metricGCCPU      = "go_cpu_classes_gc_total_cpu_seconds_total"
+)
+
+func (c *scaleCluster) usage(ctx context.Context) (usage, error) {
+	var u usage
+	var err error
+	if u.cpu, err = cpuSeconds(c.apiserver.Pid()); err != nil {
+		return usage{}, err
 	}
+	seen := map[string]bool{}
 	err = c.scrape(ctx, func(name, line string, value float64) {
-		if name == "apiserver_request_total" {
-			requests += value
+		seen[name] = true
+		switch name {
+		case "apiserver_request_total":
+			u.requests += value
+		case metricAllocBytes:
+			u.allocBytes = value
+		case metricGCCPU:
+			u.gcCPU = value
 		}
 	})
-	return cpu, requests, err
+	if err != nil {
+		return usage{}, err
+	}
+	for _, name := range []string{"apiserver_request_total", metricAllocBytes, metricGCCPU} {
+		if !seen[name] {
+			return usage{}, fmt.Errorf("the apiserver's /metrics has no %s", name)
+		}
+	}
+	return u, nil
+}
+
+// since is what was spent between before and u.
+func (u usage) since(before usage) usage {
+	return usage{u.cpu - before.cpu, u.requests - before.requests, u.allocBytes - before.allocBytes, u.gcCPU - before.gcCPU}
+}
+
+// perRequest is CPU milliseconds and KiB allocated per request answered,
+// zero for none.
+func (u usage) perRequest() (cpuMs, allocKiB float64) {
+	if u.requests <= 0 {
+		return 0, 0
+	}
+	return u.cpu / u.requests * 1000, u.allocBytes / u.requests / 1024
 }
 
 // scrape reads the apiserver's /metrics and calls each for every sample.
@@ -801,14 +856,14 @@ func tableHeader(w io.Writer, columns []string, suffix string) {
 
 func printScaleTable(w io.Writer, rep scaleReport) {
 	fmt.Fprintln(w)
-	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores", "etcd fsync / commit ms", "probe: busy % / apiserver cores / ms/req"}, "p50/p99 ms")
+	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "alloc KiB/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores", "etcd fsync / commit ms", "probe: busy % / apiserver cores / ms/req", "probe: GC % / alloc KiB/req"}, "p50/p99 ms")
 	for _, f := range rep.Figures {
 		s := f.Step
 		if !f.Reached {
 			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | not reached: %s |\n", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.Reason)
 			continue
 		}
-		disk, busy := "-", "-" // not measured: a merged run from before these columns
+		disk, busy, alloc, gc := "-", "-", "-", "-" // not measured: a merged run from before these columns
 		if f.EtcdFsyncMs > 0 {
 			disk = fmt.Sprintf("%.1f / %.1f", f.EtcdFsyncMs, f.EtcdCommitMs)
 		}
@@ -818,7 +873,11 @@ func printScaleTable(w io.Writer, rep scaleReport) {
 		if f.ProbeCPUPerRequestMs > 0 {
 			busy += fmt.Sprintf(" / %.2f", f.ProbeCPUPerRequestMs)
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %s | %.0f / %.2f | %s | %s |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores, disk, busy)
+		if f.AllocPerRequestKiB > 0 {
+			alloc = fmt.Sprintf("%.0f", f.AllocPerRequestKiB)
+			gc = fmt.Sprintf("%.0f / %.0f", 100*f.ProbeGCShare, f.ProbeAllocPerRequestKiB)
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.0f | %.2f | %s | %.0f | %.0f | %s | %.0f / %.2f | %s | %s | %s |", f.Side, f.Repeat, s.Nodes, s.Pods, s.Policies, s.VolumeRules, f.RolloutSeconds, f.CPUPerRequestMs, alloc, f.RSSMiB, f.LiveHeapMiB, f.Profile.shares(), f.SettleSeconds, f.BackgroundCores, disk, busy, gc)
 		for _, op := range scaleOps {
 			l := f.Latency[op]
 			fmt.Fprintf(w, " %.1f / %.1f |", l.P50, l.P99)
@@ -863,9 +922,13 @@ type scaleSummary struct {
 	EtcdFsyncMs     spread    `json:"etcdFsyncMs"`
 	// ProbeBusy and ProbeCPUPerRequestMs: the machine's busy share and
 	// the apiserver's CPU per request while the probe ran.
-	ProbeBusy            spread            `json:"probeBusy"`
-	ProbeCPUPerRequestMs spread            `json:"probeCpuPerRequestMs"`
-	P99                  map[string]spread `json:"p99Ms"`
+	ProbeBusy            spread `json:"probeBusy"`
+	ProbeCPUPerRequestMs spread `json:"probeCpuPerRequestMs"`
+	// ProbeGCShare and ProbeAllocPerRequestKiB: the garbage collector's
+	// share of the apiserver's CPU and its allocation per request then.
+	ProbeGCShare            spread            `json:"probeGcShare"`
+	ProbeAllocPerRequestKiB spread            `json:"probeAllocPerRequestKiB"`
+	P99                     map[string]spread `json:"p99Ms"`
 }
 
 // summarize gathers the figures of each side and step, sides in the
@@ -874,7 +937,7 @@ func summarize(rep scaleReport) []scaleSummary {
 	var out []scaleSummary
 	for _, side := range rep.Sides {
 		for _, step := range rep.Steps {
-			var rollout, cpu, rss, fsync, busy, probeCPU []float64
+			var rollout, cpu, rss, fsync, busy, probeCPU, gc, alloc []float64
 			// A turn merged from a run older than a column has zero
 			// there: measured is what the turns that have it measured.
 			measured := func(values []float64, v float64) []float64 {
@@ -890,6 +953,7 @@ func summarize(rep scaleReport) []scaleSummary {
 				}
 				rollout, cpu, rss = append(rollout, f.RolloutSeconds), append(cpu, f.CPUPerRequestMs), append(rss, f.RSSMiB)
 				fsync, busy, probeCPU = measured(fsync, f.EtcdFsyncMs), measured(busy, f.ProbeMachineBusy), measured(probeCPU, f.ProbeCPUPerRequestMs)
+				gc, alloc = measured(gc, f.ProbeGCShare), measured(alloc, f.ProbeAllocPerRequestKiB)
 				for _, op := range scaleOps {
 					p99[op] = append(p99[op], f.Latency[op].P99)
 				}
@@ -898,7 +962,7 @@ func summarize(rep scaleReport) []scaleSummary {
 				continue
 			}
 			s := scaleSummary{Side: side.Name, Step: step, Turns: len(rollout), RolloutSeconds: spreadOf(rollout), CPUPerRequestMs: spreadOf(cpu), RSSMiB: spreadOf(rss),
-				EtcdFsyncMs: spreadOf(fsync), ProbeBusy: spreadOf(busy), ProbeCPUPerRequestMs: spreadOf(probeCPU), P99: map[string]spread{}}
+				EtcdFsyncMs: spreadOf(fsync), ProbeBusy: spreadOf(busy), ProbeCPUPerRequestMs: spreadOf(probeCPU), ProbeGCShare: spreadOf(gc), ProbeAllocPerRequestKiB: spreadOf(alloc), P99: map[string]spread{}}
 			for op, values := range p99 {
 				s.P99[op] = spreadOf(values)
 			}
@@ -933,7 +997,7 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 		return text
 	}
 	fmt.Fprintf(w, "\nMedian (lowest–highest) over the turns that reached each step; ×: the median's ratio to %s's at the same step.\n\n", baseline)
-	tableHeader(w, []string{"side", "pods", "turns", "rollout s", "CPU ms/req", "RSS MiB", "etcd fsync ms", "probe: busy %", "probe: CPU ms/req"}, "p99 ms")
+	tableHeader(w, []string{"side", "pods", "turns", "rollout s", "CPU ms/req", "RSS MiB", "etcd fsync ms", "probe: busy %", "probe: CPU ms/req", "probe: GC %", "probe: alloc KiB/req"}, "p99 ms")
 	for _, s := range summaries {
 		b, compared := base[s.Step]
 		if s.Side == baseline {
@@ -945,9 +1009,10 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 			}
 			return 0
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %s | %s |", s.Side, s.Step.Pods, s.Turns,
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |", s.Side, s.Step.Pods, s.Turns,
 			cell(s.RolloutSeconds, of(b.RolloutSeconds), "%.0f"), cell(s.CPUPerRequestMs, of(b.CPUPerRequestMs), "%.2f"), cell(s.RSSMiB, of(b.RSSMiB), "%.0f"),
-			cell(s.EtcdFsyncMs, of(b.EtcdFsyncMs), "%.1f"), cell(percent(s.ProbeBusy), of(percent(b.ProbeBusy)), "%.0f"), cell(s.ProbeCPUPerRequestMs, of(b.ProbeCPUPerRequestMs), "%.2f"))
+			cell(s.EtcdFsyncMs, of(b.EtcdFsyncMs), "%.1f"), cell(percent(s.ProbeBusy), of(percent(b.ProbeBusy)), "%.0f"), cell(s.ProbeCPUPerRequestMs, of(b.ProbeCPUPerRequestMs), "%.2f"),
+			cell(percent(s.ProbeGCShare), of(percent(b.ProbeGCShare)), "%.0f"), cell(s.ProbeAllocPerRequestKiB, of(b.ProbeAllocPerRequestKiB), "%.0f"))
 		for _, op := range scaleOps {
 			fmt.Fprintf(w, " %s |", cell(s.P99[op], of(b.P99[op]), "%.0f"))
 		}

@@ -118,7 +118,7 @@ func TestScaleReport(t *testing.T) {
 		Sides:   []scaleSide{{Name: "turnstile"}, {Name: "upstream"}},
 		Steps:   []scaleStep{{1, 10, 1, 1}, {2, 20, 2, 2}},
 		Figures: []scaleFigure{
-			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123, SettleSeconds: 35, BackgroundCores: 0.42, EtcdFsyncMs: 2.5, EtcdCommitMs: 4, ProbeMachineBusy: 0.934, ProbeAPIServerCores: 1.2, ProbeCPUPerRequestMs: 0.85,
+			{Side: "turnstile", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true, Latency: map[string]latency{opPodCreate: {Count: 1, P50: 1, P99: 2}}, LiveHeapMiB: 123, SettleSeconds: 35, BackgroundCores: 0.42, EtcdFsyncMs: 2.5, EtcdCommitMs: 4, ProbeMachineBusy: 0.934, ProbeAPIServerCores: 1.2, ProbeCPUPerRequestMs: 0.85, AllocPerRequestKiB: 48.4, ProbeAllocPerRequestKiB: 61.2, ProbeGCShare: 0.183,
 				Profile: &profileReport{Chain: pluginCost{Share: 0.25}, Plugins: []pluginCost{{Plugin: "LimitRanger", Share: 0.1}, {Plugin: "PodSecurityPolicy", Share: 0.031}}}},
 			{Side: "turnstile", Step: scaleStep{2, 20, 2, 2}, Repeat: 1, Reason: "not attempted: memory"},
 			{Side: "upstream", Step: scaleStep{1, 10, 1, 1}, Repeat: 1, Reached: true},
@@ -132,7 +132,7 @@ func TestScaleReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| turnstile | 1 | 1 | 10 | 1 | 1 |", "| 123 | 25.0 / 3.1 | 35 / 0.42 | 2.5 / 4.0 | 93 / 1.20 / 0.85 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 1 | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
+	for _, want := range []string{"| turnstile | 1 | 1 | 10 | 1 | 1 |", "| 48 | 0 | 123 | 25.0 / 3.1 | 35 / 0.42 | 2.5 / 4.0 | 93 / 1.20 / 0.85 | 18 / 61 |", "1.0 / 2.0", "| 0 | - |", "| turnstile | 1 | 2 | 20 | 2 | 2 | not reached: not attempted: memory |"} {
 		if !strings.Contains(string(table), want) {
 			t.Errorf("table.md lacks %q:\n%s", want, table)
 		}
@@ -221,7 +221,7 @@ func TestSummary(t *testing.T) {
 		f := scaleFigure{Side: side, Repeat: repeat, Step: step, Reached: true, CPUPerRequestMs: cpu, RSSMiB: 100, RolloutSeconds: 10, EtcdFsyncMs: cpu,
 			Latency: map[string]latency{opPodCreate: {P99: p99}}}
 		if step == small { // the large step's turns stand for runs older than the probe's columns
-			f.ProbeMachineBusy, f.ProbeCPUPerRequestMs = cpu/5, 2*cpu
+			f.ProbeMachineBusy, f.ProbeCPUPerRequestMs, f.ProbeGCShare, f.ProbeAllocPerRequestKiB = cpu/5, 2*cpu, cpu/20, 10*cpu
 		}
 		return f
 	}
@@ -249,9 +249,9 @@ func TestSummary(t *testing.T) {
 	var table strings.Builder
 	printSummaryTable(&table, got)
 	for _, want := range []string{
-		"| turnstile | 10 | 3 | 10 (10–10) ×1.00 | 3.00 (3.00–4.00) ×1.50 | 100 (100–100) ×1.00 | 3.0 (3.0–4.0) ×1.50 | 60 (60–80) ×1.50 | 6.00 (6.00–8.00) ×1.50 | 60 (50–90) ×1.33 |",
-		"| upstream-same | 10 | 3 | 10 (10–10) | 2.00 (2.00–2.00) | 100 (100–100) | 2.0 (2.0–2.0) | 40 (40–40) | 4.00 (4.00–4.00) | 45 (40–50) |",
-		"| upstream-same | 20 | 2 | 10 (10–10) | 3.00 (2.00–4.00) | 100 (100–100) | 3.0 (2.0–4.0) | - | - | 150 (100–200) |",
+		"| turnstile | 10 | 3 | 10 (10–10) ×1.00 | 3.00 (3.00–4.00) ×1.50 | 100 (100–100) ×1.00 | 3.0 (3.0–4.0) ×1.50 | 60 (60–80) ×1.50 | 6.00 (6.00–8.00) ×1.50 | 15 (15–20) ×1.50 | 30 (30–40) ×1.50 | 60 (50–90) ×1.33 |",
+		"| upstream-same | 10 | 3 | 10 (10–10) | 2.00 (2.00–2.00) | 100 (100–100) | 2.0 (2.0–2.0) | 40 (40–40) | 4.00 (4.00–4.00) | 10 (10–10) | 20 (20–20) | 45 (40–50) |",
+		"| upstream-same | 20 | 2 | 10 (10–10) | 3.00 (2.00–4.00) | 100 (100–100) | 3.0 (2.0–4.0) | - | - | - | - | 150 (100–200) |",
 	} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("summary table lacks %q:\n%s", want, table.String())
