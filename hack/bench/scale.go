@@ -248,6 +248,12 @@ func runScale(ctx context.Context, o scaleOptions) error {
 				_ = writeScaleReport(o.out, rep)
 				return fmt.Errorf("%s: %w", side.Name, err)
 			}
+			// A turn at 30,000 pods is a quarter of an hour: its figures
+			// are on disk as soon as it ends, not only after the last.
+			if err := writeScaleReport(o.out, rep); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "bench-scale: %s: turn %d of %d done; the table so far: %s\n", side.Name, repeat, o.repeats, filepath.Join(o.out, "table.md"))
 		}
 	}
 	printScaleTable(os.Stdout, rep)
@@ -541,7 +547,7 @@ func (c *scaleCluster) measuredProbe(ctx context.Context, probeClient kubernetes
 	if err != nil {
 		return err
 	}
-	report.Of, report.File = "the probe's first seconds", files+".probe.cpu.pprof"
+	report.Of, report.File = f.Side+": the probe's first seconds", files+".probe.cpu.pprof"
 	f.ProbeProfile = &report
 	return writeProfile(cpu, report.File)
 }

@@ -380,21 +380,7 @@ func TestMergeScaleRuns(t *testing.T) {
 	small, large := scaleStep{1, 10, 1, 1}, scaleStep{2, 20, 2, 2}
 	run := func(machine string, steps []scaleStep, sides ...string) string {
 		t.Helper()
-		dir := t.TempDir()
-		rep := scaleReport{Machine: machine, Steps: steps}
-		for _, side := range sides {
-			rep.Sides = append(rep.Sides, scaleSide{Name: side})
-			for repeat := 1; repeat <= 2; repeat++ {
-				for _, step := range steps {
-					rep.Figures = append(rep.Figures, scaleFigure{Side: side, Step: step, Repeat: repeat, Reached: true, RSSMiB: 100,
-						Latency: map[string]latency{opPodCreate: {P99: float64(step.Pods)}}})
-				}
-			}
-		}
-		if err := writeScaleReport(dir, rep); err != nil {
-			t.Fatal(err)
-		}
-		return dir
+		return runWith(t, machine, 1000, steps, sides...)
 	}
 	first, second := run("m", []scaleStep{large}, "turnstile"), run("m", []scaleStep{small}, "turnstile", baseline)
 	out := filepath.Join(t.TempDir(), "merged")
@@ -430,6 +416,7 @@ func TestMergeScaleRuns(t *testing.T) {
 		want string
 	}{
 		{[]string{first, run("other", []scaleStep{small}, "turnstile")}, out, "different machines"},
+		{[]string{first, runWith(t, "m", 5000, []scaleStep{small}, "turnstile")}, out, "with 5000 write rounds"},
 		{[]string{first, t.TempDir()}, out, "no such file"},
 		{[]string{first, second}, second, "would be overwritten"},
 		{nil, out, "no directories"},
@@ -438,6 +425,28 @@ func TestMergeScaleRuns(t *testing.T) {
 			t.Errorf("merge %v into %s: %v, want an error with %q", bad.dirs, bad.out, err, bad.want)
 		}
 	}
+}
+
+// runWith writes the report of a run on machine whose probes took rounds
+// write rounds, two turns of each side through steps, and returns its
+// directory.
+func runWith(t *testing.T, machine string, rounds int, steps []scaleStep, sides ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	rep := scaleReport{Machine: machine, Steps: steps}
+	for _, side := range sides {
+		rep.Sides = append(rep.Sides, scaleSide{Name: side})
+		for repeat := 1; repeat <= 2; repeat++ {
+			for _, step := range steps {
+				rep.Figures = append(rep.Figures, scaleFigure{Side: side, Step: step, Repeat: repeat, Reached: true, RSSMiB: 100,
+					Latency: map[string]latency{opPodCreate: {Count: rounds, P99: float64(step.Pods)}}})
+			}
+		}
+	}
+	if err := writeScaleReport(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func TestParseMachineTicks(t *testing.T) {

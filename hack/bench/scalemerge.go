@@ -35,8 +35,12 @@ func writeMergedScale(dirs []string, out string) error {
 
 // mergeScaleRuns reads the runs' reports. The turns are numbered on from
 // run to run; sides and steps are the union of the runs', steps by size.
+// Runs of different machines, or whose probes took different numbers of
+// write rounds (-probes), are refused: a p99 of 1,000 requests is their
+// tenth slowest, of 5,000 the fiftieth, and the two spread differently.
 func mergeScaleRuns(dirs []string) (scaleReport, error) {
 	var merged scaleReport
+	mergedRounds := 0
 	for _, dir := range dirs {
 		file := filepath.Join(dir, "latest.json")
 		data, err := os.ReadFile(file)
@@ -54,6 +58,11 @@ func mergeScaleRuns(dirs []string) (scaleReport, error) {
 			merged.Started, merged.Machine = rep.Started, rep.Machine
 		} else if rep.Machine != merged.Machine {
 			return merged, fmt.Errorf("%s: ran on %q, %s on %q: figures of different machines do not compare", file, rep.Machine, filepath.Join(dirs[0], "latest.json"), merged.Machine)
+		}
+		if rounds := probeRounds(rep); mergedRounds == 0 {
+			mergedRounds = rounds
+		} else if rounds != 0 && rounds != mergedRounds {
+			return merged, fmt.Errorf("%s: probed with %d write rounds, %s with %d (-probes): p99s of different sample sizes do not compare", file, rounds, filepath.Join(dirs[0], "latest.json"), mergedRounds)
 		}
 		for _, side := range rep.Sides {
 			if !slices.ContainsFunc(merged.Sides, func(s scaleSide) bool { return s.Name == side.Name }) {
@@ -76,6 +85,19 @@ func mergeScaleRuns(dirs []string) (scaleReport, error) {
 	}
 	slices.SortStableFunc(merged.Steps, func(a, b scaleStep) int { return a.Pods - b.Pods })
 	return merged, nil
+}
+
+// probeRounds is how many write rounds a run's probes took, read from its
+// first reached step (every probe of a run takes as many, and a step
+// whose probe had failures is not reached); zero when none was reached.
+func probeRounds(rep scaleReport) int {
+	for _, f := range rep.Figures {
+		if f.Reached {
+			l := f.Latency[opPodCreate]
+			return l.Count + l.Errors
+		}
+	}
+	return 0
 }
 
 // splitList splits a flag's comma-separated list (-sides, -scale-merge),
