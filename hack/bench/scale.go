@@ -490,9 +490,9 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 }
 
 // probeProfileFor is how long the probe's CPU profile runs. The writes
-// come first and take about 20 s at 30,000 pods, where the write
-// latencies are in question; on a small cluster they take less and the
-// profile runs on into the LISTs.
+// come first and take about 20 s at 30,000 pods with 1,000 rounds, where
+// the write latencies are in question; on a small cluster they take less
+// and the profile runs on into the LISTs.
 const probeProfileFor = 10 * time.Second
 
 // measuredProbe runs the probe and records, beside its latencies, what

@@ -378,11 +378,7 @@ func TestKeepLogTails(t *testing.T) {
 
 func TestMergeScaleRuns(t *testing.T) {
 	small, large := scaleStep{1, 10, 1, 1}, scaleStep{2, 20, 2, 2}
-	run := func(machine string, steps []scaleStep, sides ...string) string {
-		t.Helper()
-		return runWith(t, machine, 1000, steps, sides...)
-	}
-	first, second := run("m", []scaleStep{large}, "turnstile"), run("m", []scaleStep{small}, "turnstile", baseline)
+	first, second := runWith(t, "m", 1000, []scaleStep{large}, "turnstile"), runWith(t, "m", 1000, []scaleStep{small}, "turnstile", baseline)
 	out := filepath.Join(t.TempDir(), "merged")
 	if err := writeMergedScale([]string{first, second}, out); err != nil {
 		t.Fatal(err)
@@ -415,7 +411,7 @@ func TestMergeScaleRuns(t *testing.T) {
 		out  string
 		want string
 	}{
-		{[]string{first, run("other", []scaleStep{small}, "turnstile")}, out, "different machines"},
+		{[]string{first, runWith(t, "other", 1000, []scaleStep{small}, "turnstile")}, out, "different machines"},
 		{[]string{first, runWith(t, "m", 5000, []scaleStep{small}, "turnstile")}, out, "with 5000 write rounds"},
 		{[]string{first, t.TempDir()}, out, "no such file"},
 		{[]string{first, second}, second, "would be overwritten"},

@@ -40,7 +40,9 @@ func writeMergedScale(dirs []string, out string) error {
 // tenth slowest, of 5,000 the fiftieth, and the two spread differently.
 func mergeScaleRuns(dirs []string) (scaleReport, error) {
 	var merged scaleReport
-	mergedRounds := 0
+	// rounds is the write rounds of the runs so far, roundsFrom the
+	// report it was read from (the first run that reached a step).
+	rounds, roundsFrom := 0, ""
 	for _, dir := range dirs {
 		file := filepath.Join(dir, "latest.json")
 		data, err := os.ReadFile(file)
@@ -59,10 +61,10 @@ func mergeScaleRuns(dirs []string) (scaleReport, error) {
 		} else if rep.Machine != merged.Machine {
 			return merged, fmt.Errorf("%s: ran on %q, %s on %q: figures of different machines do not compare", file, rep.Machine, filepath.Join(dirs[0], "latest.json"), merged.Machine)
 		}
-		if rounds := probeRounds(rep); mergedRounds == 0 {
-			mergedRounds = rounds
-		} else if rounds != 0 && rounds != mergedRounds {
-			return merged, fmt.Errorf("%s: probed with %d write rounds, %s with %d (-probes): p99s of different sample sizes do not compare", file, rounds, filepath.Join(dirs[0], "latest.json"), mergedRounds)
+		if these := probeRounds(rep); rounds == 0 {
+			rounds, roundsFrom = these, file
+		} else if these != 0 && these != rounds {
+			return merged, fmt.Errorf("%s: probed with %d write rounds, %s with %d (-probes): p99s of different sample sizes do not compare", file, these, roundsFrom, rounds)
 		}
 		for _, side := range rep.Sides {
 			if !slices.ContainsFunc(merged.Sides, func(s scaleSide) bool { return s.Name == side.Name }) {
