@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -205,8 +204,10 @@ type scaleReport struct {
 	Sides   []scaleSide   `json:"sides"`
 	Steps   []scaleStep   `json:"steps"`
 	Figures []scaleFigure `json:"figures"`
-	// Summary is written with the report: Figures by side and step.
-	Summary []scaleSummary `json:"summary,omitempty"`
+	// Summary and Verdicts are written with the report: Figures by side
+	// and step, and whether each side is within tolerance of the baseline.
+	Summary  []scaleSummary `json:"summary,omitempty"`
+	Verdicts []scaleVerdict `json:"verdicts,omitempty"`
 }
 
 func runScale(ctx context.Context, o scaleOptions) error {
@@ -891,6 +892,7 @@ func printScaleTable(w io.Writer, rep scaleReport) {
 		fmt.Fprintln(w)
 	}
 	printSummaryTable(w, summarize(rep))
+	printVerdictTable(w, verdicts(rep))
 }
 
 // spread is one measure over the turns that reached a step.
@@ -906,13 +908,7 @@ func spreadOf(values []float64) spread {
 	if len(values) == 0 {
 		return spread{}
 	}
-	sort.Float64s(values)
-	n := len(values)
-	median := values[n/2]
-	if n%2 == 0 {
-		median = (values[n/2-1] + values[n/2]) / 2
-	}
-	return spread{Median: median, Min: values[0], Max: values[n-1]}
+	return spread{Median: median(values), Min: slices.Min(values), Max: slices.Max(values)}
 }
 
 // scaleSummary is one side at one step over every turn that reached it.
@@ -943,39 +939,58 @@ func summarize(rep scaleReport) []scaleSummary {
 	var out []scaleSummary
 	for _, side := range rep.Sides {
 		for _, step := range rep.Steps {
-			var rollout, cpu, rss, fsync, busy, probeCPU, gc, alloc []float64
-			// A turn merged from a run older than a column has zero
-			// there: measured is what the turns that have it measured.
-			measured := func(values []float64, v float64) []float64 {
-				if v > 0 {
-					return append(values, v)
-				}
-				return values
-			}
-			p99 := map[string][]float64{}
-			for _, f := range rep.Figures {
-				if f.Side != side.Name || f.Step != step || !f.Reached {
-					continue
-				}
-				rollout, cpu, rss = append(rollout, f.RolloutSeconds), append(cpu, f.CPUPerRequestMs), append(rss, f.RSSMiB)
-				fsync, busy, probeCPU = measured(fsync, f.EtcdFsyncMs), measured(busy, f.ProbeMachineBusy), measured(probeCPU, f.ProbeCPUPerRequestMs)
-				gc, alloc = measured(gc, f.ProbeGCShare), measured(alloc, f.ProbeAllocPerRequestKiB)
-				for _, op := range scaleOps {
-					p99[op] = append(p99[op], f.Latency[op].P99)
-				}
-			}
-			if len(rollout) == 0 {
+			turns := reachedTurns(rep, side.Name, step)
+			if len(turns) == 0 {
 				continue
 			}
-			s := scaleSummary{Side: side.Name, Step: step, Turns: len(rollout), RolloutSeconds: spreadOf(rollout), CPUPerRequestMs: spreadOf(cpu), RSSMiB: spreadOf(rss),
-				EtcdFsyncMs: spreadOf(fsync), ProbeBusy: spreadOf(busy), ProbeCPUPerRequestMs: spreadOf(probeCPU), ProbeGCShare: spreadOf(gc), ProbeAllocPerRequestKiB: spreadOf(alloc), P99: map[string]spread{}}
-			for op, values := range p99 {
-				s.P99[op] = spreadOf(values)
+			of := func(value func(scaleFigure) float64) spread { return spreadOf(valuesOf(turns, value)) }
+			s := scaleSummary{Side: side.Name, Step: step, Turns: len(turns),
+				RolloutSeconds:          of(func(f scaleFigure) float64 { return f.RolloutSeconds }),
+				CPUPerRequestMs:         of(func(f scaleFigure) float64 { return f.CPUPerRequestMs }),
+				RSSMiB:                  of(rssOf),
+				EtcdFsyncMs:             of(func(f scaleFigure) float64 { return f.EtcdFsyncMs }),
+				ProbeBusy:               of(func(f scaleFigure) float64 { return f.ProbeMachineBusy }),
+				ProbeCPUPerRequestMs:    of(func(f scaleFigure) float64 { return f.ProbeCPUPerRequestMs }),
+				ProbeGCShare:            of(func(f scaleFigure) float64 { return f.ProbeGCShare }),
+				ProbeAllocPerRequestKiB: of(func(f scaleFigure) float64 { return f.ProbeAllocPerRequestKiB }),
+				P99:                     map[string]spread{}}
+			for _, op := range scaleOps {
+				s.P99[op] = of(p99Of(op))
 			}
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// reachedTurns is the figures of side's turns that reached step.
+func reachedTurns(rep scaleReport, side string, step scaleStep) []scaleFigure {
+	var turns []scaleFigure
+	for _, f := range rep.Figures {
+		if f.Side == side && f.Step == step && f.Reached {
+			turns = append(turns, f)
+		}
+	}
+	return turns
+}
+
+// valuesOf is one measure of each turn. A turn merged from a run older
+// than the measure has zero there and is left out: the values are what
+// the turns that have it measured.
+func valuesOf(turns []scaleFigure, value func(scaleFigure) float64) []float64 {
+	var values []float64
+	for _, f := range turns {
+		if v := value(f); v > 0 {
+			values = append(values, v)
+		}
+	}
+	return values
+}
+
+func rssOf(f scaleFigure) float64 { return f.RSSMiB }
+
+func p99Of(op string) func(scaleFigure) float64 {
+	return func(f scaleFigure) float64 { return f.Latency[op].P99 }
 }
 
 // baseline is the side every other is compared with: upstream with the
@@ -1036,7 +1051,7 @@ func percent(v spread) spread {
 // (plot.json, for test/scale/plot): each metric's median over the turns
 // against the pods in the cluster, one line per side.
 func writeScaleReport(dir string, rep scaleReport) error {
-	rep.Summary = summarize(rep)
+	rep.Summary, rep.Verdicts = summarize(rep), verdicts(rep)
 	var table strings.Builder
 	printScaleTable(&table, rep)
 	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table.String()), 0o644); err != nil {

@@ -457,3 +457,57 @@ func TestParseMachineTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdicts checks the verdict on each side's ratio to the baseline:
+// within or over only when the bootstrap's interval is clear of ×1.10,
+// and none from too few turns.
+func TestVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a, b []float64
+		want string
+	}{
+		{"equal and steady", []float64{100, 101, 99, 100, 102}, []float64{100, 99, 101, 100, 98}, verdictWithin},
+		{"cheaper", []float64{60, 62, 61}, []float64{100, 98, 103}, verdictWithin},
+		{"a third over", []float64{133, 135, 131, 134}, []float64{100, 101, 99, 100}, verdictOver},
+		{"equal medians, turns twice apart", []float64{56, 100, 64, 102, 70}, []float64{52, 104, 66, 98, 72}, verdictUndecided},
+		{"two turns", []float64{100, 100}, []float64{100, 100}, verdictTooFew},
+	} {
+		got := compareMedians(c.a, c.b)
+		if got.Verdict != c.want || got.Low > got.Ratio || got.Ratio > got.High {
+			t.Errorf("%s: %+v, want %s with the ratio inside its interval", c.name, got, c.want)
+		}
+	}
+	if again, first := compareMedians([]float64{56, 100, 64}, []float64{52, 104, 66}), compareMedians([]float64{56, 100, 64}, []float64{52, 104, 66}); again != first {
+		t.Errorf("the same turns gave %+v, then %+v: the seed is fixed so a report says the same each time", first, again)
+	}
+
+	step, other := scaleStep{1, 10, 1, 1}, scaleStep{2, 20, 2, 2}
+	figure := func(side string, step scaleStep, rss, p99 float64) scaleFigure {
+		return scaleFigure{Side: side, Step: step, Reached: true, RSSMiB: rss, Latency: map[string]latency{opPodCreate: {P99: p99}}}
+	}
+	rep := scaleReport{
+		Sides: []scaleSide{{Name: "turnstile"}, {Name: baseline}},
+		Steps: []scaleStep{step, other},
+		Figures: []scaleFigure{
+			figure("turnstile", step, 105, 200), figure("turnstile", step, 104, 210), figure("turnstile", step, 106, 190),
+			figure(baseline, step, 100, 100), figure(baseline, step, 101, 105), figure(baseline, step, 99, 95),
+			figure(baseline, other, 100, 100), // turnstile never reached it: no verdict there
+		},
+	}
+	got := verdicts(rep)
+	if len(got) != 1 || got[0].Side != "turnstile" || got[0].Step != step || got[0].Turns != 3 || got[0].BaseTurns != 3 {
+		t.Fatalf("verdicts: %+v, want one, turnstile's at the step both reached", got)
+	}
+	if rss, create := got[0].Measures["RSS"], got[0].Measures[opPodCreate]; rss.Verdict != verdictWithin || create.Verdict != verdictOver {
+		t.Errorf("RSS %+v (want within), pod create %+v (want over)", rss, create)
+	}
+	if _, ok := got[0].Measures[opBinding]; ok {
+		t.Errorf("a verdict on binding, which no turn measured: %+v", got[0].Measures)
+	}
+	var table strings.Builder
+	printVerdictTable(&table, got)
+	if want := "| turnstile | 10 | 3 / 3 | ×1.05 (1.03–1.07) within | ×2.00 (1.81–2.21) over | - |"; !strings.Contains(table.String(), want) {
+		t.Errorf("verdict table lacks %q:\n%s", want, table.String())
+	}
+}
