@@ -915,13 +915,16 @@ func spreadOf(values []float64) spread {
 // A single run's p99 at these sizes moves by more than 10% from run to
 // run of the same binary, so comparisons are between medians.
 type scaleSummary struct {
-	Side            string    `json:"side"`
-	Step            scaleStep `json:"step"`
-	Turns           int       `json:"turns"`
-	RolloutSeconds  spread    `json:"rolloutSeconds"`
-	CPUPerRequestMs spread    `json:"cpuPerRequestMs"`
-	RSSMiB          spread    `json:"rssMiB"`
-	EtcdFsyncMs     spread    `json:"etcdFsyncMs"`
+	Side  string    `json:"side"`
+	Step  scaleStep `json:"step"`
+	Turns int       `json:"turns"`
+	// ProbeRounds is the write rounds of each turn's probe: a merge
+	// holds a step to one count, and steps may differ.
+	ProbeRounds     int    `json:"probeRounds"`
+	RolloutSeconds  spread `json:"rolloutSeconds"`
+	CPUPerRequestMs spread `json:"cpuPerRequestMs"`
+	RSSMiB          spread `json:"rssMiB"`
+	EtcdFsyncMs     spread `json:"etcdFsyncMs"`
 	// ProbeBusy and ProbeCPUPerRequestMs: the machine's busy share and
 	// the apiserver's CPU per request while the probe ran.
 	ProbeBusy            spread `json:"probeBusy"`
@@ -944,7 +947,7 @@ func summarize(rep scaleReport) []scaleSummary {
 				continue
 			}
 			of := func(value func(scaleFigure) float64) spread { return spreadOf(valuesOf(turns, value)) }
-			s := scaleSummary{Side: side.Name, Step: step, Turns: len(turns),
+			s := scaleSummary{Side: side.Name, Step: step, Turns: len(turns), ProbeRounds: probeRounds(turns[0]),
 				RolloutSeconds:          of(func(f scaleFigure) float64 { return f.RolloutSeconds }),
 				CPUPerRequestMs:         of(func(f scaleFigure) float64 { return f.CPUPerRequestMs }),
 				RSSMiB:                  of(rssOf),
@@ -1018,7 +1021,7 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 		return text
 	}
 	fmt.Fprintf(w, "\nMedian (lowest–highest) over the turns that reached each step; ×: the median's ratio to %s's at the same step.\n\n", baseline)
-	tableHeader(w, []string{"side", "pods", "turns", "rollout s", "CPU ms/req", "RSS MiB", "etcd fsync ms", "probe: busy %", "probe: CPU ms/req", "probe: GC %", "probe: alloc KiB/req"}, "p99 ms")
+	tableHeader(w, []string{"side", "pods", "turns", "write rounds", "rollout s", "CPU ms/req", "RSS MiB", "etcd fsync ms", "probe: busy %", "probe: CPU ms/req", "probe: GC %", "probe: alloc KiB/req"}, "p99 ms")
 	for _, s := range summaries {
 		b, compared := base[s.Step]
 		if s.Side == baseline {
@@ -1030,7 +1033,7 @@ func printSummaryTable(w io.Writer, summaries []scaleSummary) {
 			}
 			return 0
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |", s.Side, s.Step.Pods, s.Turns,
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |", s.Side, s.Step.Pods, s.Turns, s.ProbeRounds,
 			cell(s.RolloutSeconds, of(b.RolloutSeconds), "%.0f"), cell(s.CPUPerRequestMs, of(b.CPUPerRequestMs), "%.2f"), cell(s.RSSMiB, of(b.RSSMiB), "%.0f"),
 			cell(s.EtcdFsyncMs, of(b.EtcdFsyncMs), "%.1f"), cell(percent(s.ProbeBusy), of(percent(b.ProbeBusy)), "%.0f"), cell(s.ProbeCPUPerRequestMs, of(b.ProbeCPUPerRequestMs), "%.2f"),
 			cell(percent(s.ProbeGCShare), of(percent(b.ProbeGCShare)), "%.0f"), cell(s.ProbeAllocPerRequestKiB, of(b.ProbeAllocPerRequestKiB), "%.0f"))

@@ -219,7 +219,7 @@ func TestSummary(t *testing.T) {
 	small, large := scaleStep{1, 10, 1, 1}, scaleStep{2, 20, 2, 2}
 	figure := func(side string, repeat int, step scaleStep, p99, cpu float64) scaleFigure {
 		f := scaleFigure{Side: side, Repeat: repeat, Step: step, Reached: true, CPUPerRequestMs: cpu, RSSMiB: 100, RolloutSeconds: 10, EtcdFsyncMs: cpu,
-			Latency: map[string]latency{opPodCreate: {P99: p99}}}
+			Latency: map[string]latency{opPodCreate: {Count: 1000, P99: p99}}}
 		if step == small { // the large step's turns stand for runs older than the probe's columns
 			f.ProbeMachineBusy, f.ProbeCPUPerRequestMs, f.ProbeGCShare, f.ProbeAllocPerRequestKiB = cpu/5, 2*cpu, cpu/20, 10*cpu
 		}
@@ -249,9 +249,9 @@ func TestSummary(t *testing.T) {
 	var table strings.Builder
 	printSummaryTable(&table, got)
 	for _, want := range []string{
-		"| turnstile | 10 | 3 | 10 (10–10) ×1.00 | 3.00 (3.00–4.00) ×1.50 | 100 (100–100) ×1.00 | 3.0 (3.0–4.0) ×1.50 | 60 (60–80) ×1.50 | 6.00 (6.00–8.00) ×1.50 | 15 (15–20) ×1.50 | 30 (30–40) ×1.50 | 60 (50–90) ×1.33 |",
-		"| upstream-same | 10 | 3 | 10 (10–10) | 2.00 (2.00–2.00) | 100 (100–100) | 2.0 (2.0–2.0) | 40 (40–40) | 4.00 (4.00–4.00) | 10 (10–10) | 20 (20–20) | 45 (40–50) |",
-		"| upstream-same | 20 | 2 | 10 (10–10) | 3.00 (2.00–4.00) | 100 (100–100) | 3.0 (2.0–4.0) | - | - | - | - | 150 (100–200) |",
+		"| turnstile | 10 | 3 | 1000 | 10 (10–10) ×1.00 | 3.00 (3.00–4.00) ×1.50 | 100 (100–100) ×1.00 | 3.0 (3.0–4.0) ×1.50 | 60 (60–80) ×1.50 | 6.00 (6.00–8.00) ×1.50 | 15 (15–20) ×1.50 | 30 (30–40) ×1.50 | 60 (50–90) ×1.33 |",
+		"| upstream-same | 10 | 3 | 1000 | 10 (10–10) | 2.00 (2.00–2.00) | 100 (100–100) | 2.0 (2.0–2.0) | 40 (40–40) | 4.00 (4.00–4.00) | 10 (10–10) | 20 (20–20) | 45 (40–50) |",
+		"| upstream-same | 20 | 2 | 1000 | 10 (10–10) | 3.00 (2.00–4.00) | 100 (100–100) | 3.0 (2.0–4.0) | - | - | - | - | 150 (100–200) |",
 	} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("summary table lacks %q:\n%s", want, table.String())
@@ -406,13 +406,16 @@ func TestMergeScaleRuns(t *testing.T) {
 	if len(merged.Summary) != 3 || merged.Summary[0].Turns != 2 {
 		t.Errorf("summary: %+v", merged.Summary)
 	}
+	if err := writeMergedScale([]string{first, runWith(t, "m", 5000, []scaleStep{small}, "turnstile")}, out); err != nil {
+		t.Errorf("runs of different probe sizes at different steps: %v, want them merged (each step compares its sides on its own)", err)
+	}
 	for _, bad := range []struct {
 		dirs []string
 		out  string
 		want string
 	}{
 		{[]string{first, runWith(t, "other", 1000, []scaleStep{small}, "turnstile")}, out, "different machines"},
-		{[]string{first, runWith(t, "m", 5000, []scaleStep{small}, "turnstile")}, out, "with 5000 write rounds"},
+		{[]string{first, runWith(t, "m", 5000, []scaleStep{large}, "turnstile")}, out, "probed 2 nodes, 20 pods, 2 policies, 2 volume rules with 5000 write rounds"},
 		{[]string{first, t.TempDir()}, out, "no such file"},
 		{[]string{first, second}, second, "would be overwritten"},
 		{nil, out, "no directories"},

@@ -36,13 +36,19 @@ func writeMergedScale(dirs []string, out string) error {
 // mergeScaleRuns reads the runs' reports. The turns are numbered on from
 // run to run; sides and steps are the union of the runs', steps by size.
 // Runs of different machines, or whose probes took different numbers of
-// write rounds (-probes), are refused: a p99 of 1,000 requests is their
-// tenth slowest, of 5,000 the fiftieth, and the two spread differently.
+// write rounds (-probes) at the same step, are refused: a p99 of 1,000
+// requests is their tenth slowest, of 5,000 the fiftieth, and the two
+// spread differently. Different steps may differ: each compares its sides
+// on its own.
 func mergeScaleRuns(dirs []string) (scaleReport, error) {
 	var merged scaleReport
-	// rounds is the write rounds of the runs so far, roundsFrom the
-	// report it was read from (the first run that reached a step).
-	rounds, roundsFrom := 0, ""
+	// roundsAt is each step's write rounds so far and the report they
+	// were read from.
+	type rounds struct {
+		count int
+		from  string
+	}
+	roundsAt := map[scaleStep]rounds{}
 	for _, dir := range dirs {
 		file := filepath.Join(dir, "latest.json")
 		data, err := os.ReadFile(file)
@@ -61,10 +67,16 @@ func mergeScaleRuns(dirs []string) (scaleReport, error) {
 		} else if rep.Machine != merged.Machine {
 			return merged, fmt.Errorf("%s: ran on %q, %s on %q: figures of different machines do not compare", file, rep.Machine, filepath.Join(dirs[0], "latest.json"), merged.Machine)
 		}
-		if these := probeRounds(rep); rounds == 0 {
-			rounds, roundsFrom = these, file
-		} else if these != 0 && these != rounds {
-			return merged, fmt.Errorf("%s: probed with %d write rounds, %s with %d (-probes): p99s of different sample sizes do not compare", file, these, roundsFrom, rounds)
+		for _, f := range rep.Figures {
+			if !f.Reached {
+				continue
+			}
+			these := probeRounds(f)
+			if before, ok := roundsAt[f.Step]; !ok {
+				roundsAt[f.Step] = rounds{these, file}
+			} else if these != before.count {
+				return merged, fmt.Errorf("%s: probed %s with %d write rounds, %s with %d (-probes): p99s of different sample sizes do not compare", file, f.Step, these, before.from, before.count)
+			}
 		}
 		for _, side := range rep.Sides {
 			if !slices.ContainsFunc(merged.Sides, func(s scaleSide) bool { return s.Name == side.Name }) {
@@ -89,17 +101,11 @@ func mergeScaleRuns(dirs []string) (scaleReport, error) {
 	return merged, nil
 }
 
-// probeRounds is how many write rounds a run's probes took, read from its
-// first reached step (every probe of a run takes as many, and a step
-// whose probe had failures is not reached); zero when none was reached.
-func probeRounds(rep scaleReport) int {
-	for _, f := range rep.Figures {
-		if f.Reached {
-			l := f.Latency[opPodCreate]
-			return l.Count + l.Errors
-		}
-	}
-	return 0
+// probeRounds is how many write rounds a turn's probe took (a step whose
+// probe had failures is not reached, so its count is all of them).
+func probeRounds(f scaleFigure) int {
+	l := f.Latency[opPodCreate]
+	return l.Count + l.Errors
 }
 
 // splitList splits a flag's comma-separated list (-sides, -scale-merge),
