@@ -41,7 +41,11 @@ type scaleVerdict struct {
 	Step      scaleStep `json:"step"`
 	Turns     int       `json:"turns"`
 	BaseTurns int       `json:"baseTurns"`
-	// Measures are keyed "RSS" and by the probe's operations (p99s).
+	// Measures are keyed "RSS", "live heap" and by the probe's
+	// operations (p99s). RSS is the issue's memory; the live heap is the
+	// part of it a binary holds, without the garbage a collection's
+	// timing leaves in it (RSS after the probe is its peak here: the
+	// runtime has returned nothing by then).
 	Measures map[string]ratioInterval `json:"measures"`
 }
 
@@ -75,6 +79,7 @@ func verdicts(rep scaleReport) []scaleVerdict {
 				}
 			}
 			measure("RSS", rssOf)
+			measure("live heap", func(f scaleFigure) float64 { return f.LiveHeapMiB })
 			for _, op := range scaleOps {
 				measure(op, p99Of(op))
 			}
@@ -126,7 +131,7 @@ func printVerdictTable(w io.Writer, verdicts []scaleVerdict) {
 	}
 	fmt.Fprintf(w, "\nWithin %.0f%% of %s? The ratio of the medians and its 95%% interval over %d bootstrap resamples of each side's turns: %s when the interval's top is at most ×%.2f, %s when its bottom is above, %s when it holds ×%.2f; with fewer than %d turns a side, %s.\n\n",
 		100*(tolerance-1), baseline, resamples, verdictWithin, tolerance, verdictOver, verdictUndecided, tolerance, fewestTurns, verdictTooFew)
-	tableHeader(w, []string{"side", "pods", "turns / " + baseline + "'s", "RSS"}, "p99")
+	tableHeader(w, []string{"side", "pods", "turns / " + baseline + "'s", "RSS", "live heap"}, "p99")
 	cell := func(r ratioInterval, ok bool) string {
 		if !ok {
 			return "-"
@@ -134,10 +139,9 @@ func printVerdictTable(w io.Writer, verdicts []scaleVerdict) {
 		return fmt.Sprintf("×%.2f (%.2f–%.2f) %s", r.Ratio, r.Low, r.High, r.Verdict)
 	}
 	for _, v := range verdicts {
-		rss, ok := v.Measures["RSS"]
-		fmt.Fprintf(w, "| %s | %d | %d / %d | %s |", v.Side, v.Step.Pods, v.Turns, v.BaseTurns, cell(rss, ok))
-		for _, op := range scaleOps {
-			r, ok := v.Measures[op]
+		fmt.Fprintf(w, "| %s | %d | %d / %d |", v.Side, v.Step.Pods, v.Turns, v.BaseTurns)
+		for _, name := range append([]string{"RSS", "live heap"}, scaleOps...) {
+			r, ok := v.Measures[name]
 			fmt.Fprintf(w, " %s |", cell(r, ok))
 		}
 		fmt.Fprintln(w)
