@@ -502,7 +502,7 @@ func TestVerdicts(t *testing.T) {
 	if len(got) != 1 || got[0].Side != "turnstile" || got[0].Step != step || got[0].Turns != 3 || got[0].BaseTurns != 3 {
 		t.Fatalf("verdicts: %+v, want one, turnstile's at the step both reached", got)
 	}
-	if rss, create := got[0].Measures["RSS"], got[0].Measures[opPodCreate]; rss.Verdict != verdictWithin || create.Verdict != verdictOver {
+	if rss, create := got[0].Measures[measureRSS], got[0].Measures[opPodCreate]; rss.Verdict != verdictWithin || create.Verdict != verdictOver {
 		t.Errorf("RSS %+v (want within), pod create %+v (want over)", rss, create)
 	}
 	if _, ok := got[0].Measures[opBinding]; ok {

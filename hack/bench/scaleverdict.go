@@ -27,6 +27,12 @@ const (
 	fewestTurns = 3
 )
 
+// The memory measures a verdict is given on, before the p99s.
+const (
+	measureRSS      = "RSS"
+	measureLiveHeap = "live heap"
+)
+
 // Verdicts on a ratio's interval.
 const (
 	verdictWithin    = "within"
@@ -41,7 +47,7 @@ type scaleVerdict struct {
 	Step      scaleStep `json:"step"`
 	Turns     int       `json:"turns"`
 	BaseTurns int       `json:"baseTurns"`
-	// Measures are keyed "RSS", "live heap" and by the probe's
+	// Measures are keyed measureRSS, measureLiveHeap and by the probe's
 	// operations (p99s). RSS is the issue's memory; the live heap is the
 	// part of it a binary holds, without the garbage a collection's
 	// timing leaves in it (RSS after the probe is its peak here: the
@@ -78,8 +84,8 @@ func verdicts(rep scaleReport) []scaleVerdict {
 					v.Measures[name] = compareMedians(a, b)
 				}
 			}
-			measure("RSS", rssOf)
-			measure("live heap", func(f scaleFigure) float64 { return f.LiveHeapMiB })
+			measure(measureRSS, rssOf)
+			measure(measureLiveHeap, func(f scaleFigure) float64 { return f.LiveHeapMiB })
 			for _, op := range scaleOps {
 				measure(op, p99Of(op))
 			}
@@ -131,7 +137,7 @@ func printVerdictTable(w io.Writer, verdicts []scaleVerdict) {
 	}
 	fmt.Fprintf(w, "\nWithin %.0f%% of %s? The ratio of the medians and its 95%% interval over %d bootstrap resamples of each side's turns: %s when the interval's top is at most ×%.2f, %s when its bottom is above, %s when it holds ×%.2f; with fewer than %d turns a side, %s.\n\n",
 		100*(tolerance-1), baseline, resamples, verdictWithin, tolerance, verdictOver, verdictUndecided, tolerance, fewestTurns, verdictTooFew)
-	tableHeader(w, []string{"side", "pods", "turns / " + baseline + "'s", "RSS", "live heap"}, "p99")
+	tableHeader(w, []string{"side", "pods", "turns / " + baseline + "'s", measureRSS, measureLiveHeap}, "p99")
 	cell := func(r ratioInterval, ok bool) string {
 		if !ok {
 			return "-"
@@ -140,7 +146,7 @@ func printVerdictTable(w io.Writer, verdicts []scaleVerdict) {
 	}
 	for _, v := range verdicts {
 		fmt.Fprintf(w, "| %s | %d | %d / %d |", v.Side, v.Step.Pods, v.Turns, v.BaseTurns)
-		for _, name := range append([]string{"RSS", "live heap"}, scaleOps...) {
+		for _, name := range append([]string{measureRSS, measureLiveHeap}, scaleOps...) {
 			r, ok := v.Measures[name]
 			fmt.Fprintf(w, " %s |", cell(r, ok))
 		}
