@@ -246,19 +246,18 @@ func runScale(ctx context.Context, o scaleOptions) error {
 			}
 			if err != nil {
 				// What ran so far is still worth its table.
-				_ = writeScaleReport(o.out, rep)
+				_ = writeScaleReport(o.out, rep, nil)
 				return fmt.Errorf("%s: %w", side.Name, err)
 			}
 			// A turn at 30,000 pods is a quarter of an hour: its figures
 			// are on disk as soon as it ends, not only after the last.
-			if err := writeScaleReport(o.out, rep); err != nil {
+			if err := writeScaleReport(o.out, rep, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "bench-scale: %s: turn %d of %d done; the table so far: %s\n", side.Name, repeat, o.repeats, filepath.Join(o.out, "table.md"))
 		}
 	}
-	printScaleTable(os.Stdout, rep)
-	return writeScaleReport(o.out, rep)
+	return writeScaleReport(o.out, rep, os.Stdout)
 }
 
 // chooseSides returns the sides that names (comma-separated) lists, in
@@ -861,6 +860,8 @@ func tableHeader(w io.Writer, columns []string, suffix string) {
 	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", len(columns)-1+len(scaleOps)))
 }
 
+// printScaleTable prints every turn's figures, then the report's summary
+// and verdicts (writeScaleReport fills them).
 func printScaleTable(w io.Writer, rep scaleReport) {
 	fmt.Fprintln(w)
 	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "alloc KiB/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores", "etcd fsync / commit ms", "probe: busy % / apiserver cores / ms/req", "probe: GC % / alloc KiB/req"}, "p50/p99 ms")
@@ -891,8 +892,8 @@ func printScaleTable(w io.Writer, rep scaleReport) {
 		}
 		fmt.Fprintln(w)
 	}
-	printSummaryTable(w, summarize(rep))
-	printVerdictTable(w, verdicts(rep))
+	printSummaryTable(w, rep.Summary)
+	printVerdictTable(w, rep.Verdicts)
 }
 
 // spread is one measure over the turns that reached a step.
@@ -1049,14 +1050,18 @@ func percent(v spread) spread {
 	return spread{Median: 100 * v.Median, Min: 100 * v.Min, Max: 100 * v.Max}
 }
 
-// writeScaleReport writes the tables (table.md, also printed), the raw
-// figures with their summary (latest.json) and the plot's panels
-// (plot.json, for test/scale/plot): each metric's median over the turns
-// against the pods in the cluster, one line per side.
-func writeScaleReport(dir string, rep scaleReport) error {
+// writeScaleReport writes the tables (table.md, and to echo unless nil),
+// the raw figures with their summary and verdicts (latest.json) and the
+// plot's panels (plot.json, for test/scale/plot): each metric's median over
+// the turns against the pods in the cluster, one line per side. The summary
+// and verdicts are computed here, once a write.
+func writeScaleReport(dir string, rep scaleReport, echo io.Writer) error {
 	rep.Summary, rep.Verdicts = summarize(rep), verdicts(rep)
 	var table strings.Builder
 	printScaleTable(&table, rep)
+	if echo != nil {
+		fmt.Fprint(echo, table.String())
+	}
 	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table.String()), 0o644); err != nil {
 		return err
 	}

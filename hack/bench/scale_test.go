@@ -125,7 +125,7 @@ func TestScaleReport(t *testing.T) {
 			{Side: "upstream", Step: scaleStep{2, 20, 2, 2}, Repeat: 1, Reached: true},
 		},
 	}
-	if err := writeScaleReport(dir, rep); err != nil {
+	if err := writeScaleReport(dir, rep, nil); err != nil {
 		t.Fatal(err)
 	}
 	table, err := os.ReadFile(filepath.Join(dir, "table.md"))
@@ -442,7 +442,7 @@ func runWith(t *testing.T, machine string, rounds int, steps []scaleStep, sides 
 			}
 		}
 	}
-	if err := writeScaleReport(dir, rep); err != nil {
+	if err := writeScaleReport(dir, rep, nil); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -29,8 +29,7 @@ func writeMergedScale(dirs []string, out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	printScaleTable(os.Stdout, rep)
-	return writeScaleReport(out, rep)
+	return writeScaleReport(out, rep, os.Stdout)
 }
 
 // mergeScaleRuns reads the runs' reports. The turns are numbered on from
