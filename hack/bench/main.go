@@ -138,6 +138,7 @@ func main() {
 	flag.IntVar(&so.probes, "probes", 1000, "scale: pod and volume rounds of the probe at each step (a p99 of 1,000 is the tenth slowest)")
 	flag.IntVar(&so.listProbes, "list-probes", 100, "scale: the fewest rounds of the probe's three LISTs at each step")
 	flag.DurationVar(&so.listFor, "list-duration", 30*time.Second, "scale: the shortest time the probe's LIST rounds take at each step (more rounds on a small cluster)")
+	flag.BoolVar(&so.samePods, "same-pods", false, "scale: send every side its pods as Turnstile's PodSecurityPolicy stores them (the kubernetes.io/psp annotation and the policy's defaults), so that the sides differ in binaries only, not in the objects they hold")
 	flag.IntVar(&so.replicas, "replicas", 100, "scale: pods per Deployment")
 	flag.IntVar(&so.clientQPS, "client-qps", 200, "scale: kube-controller-manager's and kube-scheduler's --kube-api-qps (burst twice that)")
 	flag.IntVar(&so.leaseSeconds, "lease-seconds", 40, "scale: the fake nodes' lease duration (kubelet's default 40 s: renewed every 10 s)")

@@ -98,6 +98,9 @@ type scaleOptions struct {
 	// turns whose order alternates (A B, then B A), so that neither side
 	// always runs on the machine first.
 	repeats int
+	// samePods sends every side its pods as Turnstile stores them
+	// (workloadPod).
+	samePods bool
 }
 
 // scaleSide is one control plane the benchmark grows.
@@ -204,6 +207,10 @@ type scaleReport struct {
 	Sides   []scaleSide   `json:"sides"`
 	Steps   []scaleStep   `json:"steps"`
 	Figures []scaleFigure `json:"figures"`
+	// SamePods says every side was sent its pods as Turnstile's
+	// PodSecurityPolicy stores them (-same-pods): such a run compares the
+	// binaries holding the same objects, and does not merge with the others.
+	SamePods bool `json:"samePods,omitempty"`
 	// Summary and Verdicts are written with the report: Figures by side
 	// and step, and whether each side is within tolerance of the baseline.
 	Summary  []scaleSummary `json:"summary,omitempty"`
@@ -228,7 +235,7 @@ func runScale(ctx context.Context, o scaleOptions) error {
 	if err != nil {
 		return err
 	}
-	rep := scaleReport{Started: time.Now().UTC(), Machine: machine(), Sides: sides, Steps: o.steps}
+	rep := scaleReport{Started: time.Now().UTC(), Machine: machine(), Sides: sides, Steps: o.steps, SamePods: o.samePods}
 	for repeat := 1; repeat <= o.repeats; repeat++ {
 		for _, side := range turnOrder(rep.Sides, repeat) {
 			// Each side starts from the first step's rules.
@@ -422,7 +429,7 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	}
 	began := time.Now()
 	profiled := c.profileInBackground(ctx, o.profile)
-	if err := ensureDeployments(ctx, c.client, step.Pods, o.replicas, workers); err != nil {
+	if err := ensureDeployments(ctx, c.client, step.Pods, o.replicas, workers, o.samePods); err != nil {
 		return err
 	}
 	if err := c.waitAvailable(ctx, side.Name, step.Pods); err != nil {
@@ -864,6 +871,9 @@ func tableHeader(w io.Writer, columns []string, suffix string) {
 // and verdicts (writeScaleReport fills them).
 func printScaleTable(w io.Writer, rep scaleReport) {
 	fmt.Fprintln(w)
+	if rep.SamePods {
+		fmt.Fprintf(w, "Every side was sent its pods as Turnstile's PodSecurityPolicy stores them (-same-pods: the %s annotation, no privilege escalation, every capability dropped).\n\n", pspAnnotation)
+	}
 	tableHeader(w, []string{"side", "turn", "nodes", "pods", "policies", "rules", "rollout s", "CPU ms/req", "alloc KiB/req", "RSS MiB", "live heap MiB", "admission / PSP % of CPU", "settle s / cores", "etcd fsync / commit ms", "probe: busy % / apiserver cores / ms/req", "probe: GC % / alloc KiB/req"}, "p50/p99 ms")
 	for _, f := range rep.Figures {
 		s := f.Step

@@ -409,12 +409,25 @@ func TestMergeScaleRuns(t *testing.T) {
 	if err := writeMergedScale([]string{first, runWith(t, "m", 5000, []scaleStep{small}, "turnstile")}, out); err != nil {
 		t.Errorf("runs of different probe sizes at different steps: %v, want them merged (each step compares its sides on its own)", err)
 	}
+	samePods := runWith(t, "m", 1000, []scaleStep{small}, "turnstile")
+	var rep scaleReport
+	if data, err := os.ReadFile(filepath.Join(samePods, "latest.json")); err != nil || json.Unmarshal(data, &rep) != nil {
+		t.Fatalf("read back %s: %v", samePods, err)
+	}
+	rep.SamePods = true
+	if err := writeScaleReport(samePods, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	if table, err := os.ReadFile(filepath.Join(samePods, "table.md")); err != nil || !strings.Contains(string(table), "as Turnstile's PodSecurityPolicy stores them (-same-pods") {
+		t.Errorf("a -same-pods run's table does not say so (%v):\n%s", err, table)
+	}
 	for _, bad := range []struct {
 		dirs []string
 		out  string
 		want string
 	}{
 		{[]string{first, runWith(t, "other", 1000, []scaleStep{small}, "turnstile")}, out, "different machines"},
+		{[]string{first, samePods}, out, "-same-pods true, " + filepath.Join(first, "latest.json") + ": -same-pods false: runs whose sides held different pods do not compare"},
 		{[]string{first, runWith(t, "m", 5000, []scaleStep{large}, "turnstile")}, out, "probed 2 nodes, 20 pods, 2 policies, 2 volume rules with 5000 write rounds"},
 		{[]string{first, t.TempDir()}, out, "no such file"},
 		{[]string{first, second}, second, "would be overwritten"},

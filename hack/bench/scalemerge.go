@@ -61,10 +61,13 @@ func mergeScaleRuns(dirs []string) (scaleReport, error) {
 		if len(rep.Figures) == 0 {
 			return merged, fmt.Errorf("%s: no figures: not a scale run's report", file)
 		}
+		first := filepath.Join(dirs[0], "latest.json")
 		if merged.Machine == "" {
-			merged.Started, merged.Machine = rep.Started, rep.Machine
+			merged.Started, merged.Machine, merged.SamePods = rep.Started, rep.Machine, rep.SamePods
 		} else if rep.Machine != merged.Machine {
-			return merged, fmt.Errorf("%s: ran on %q, %s on %q: figures of different machines do not compare", file, rep.Machine, filepath.Join(dirs[0], "latest.json"), merged.Machine)
+			return merged, fmt.Errorf("%s: ran on %q, %s on %q: figures of different machines do not compare", file, rep.Machine, first, merged.Machine)
+		} else if rep.SamePods != merged.SamePods {
+			return merged, fmt.Errorf("%s: -same-pods %t, %s: -same-pods %t: runs whose sides held different pods do not compare", file, rep.SamePods, first, merged.SamePods)
 		}
 		for _, f := range rep.Figures {
 			if !f.Reached {

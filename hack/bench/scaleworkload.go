@@ -197,8 +197,11 @@ func ensureNodes(ctx context.Context, c kubernetes.Interface, n, workers int) er
 
 // workloadPod is the pod of every workload and of the probe: one container
 // with requests, as a Deployment's pod is, that every side's plugins admit.
-func workloadPod(app string) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
+// With samePods it arrives as Turnstile's PodSecurityPolicy would store it
+// (samePodsFields): then every side holds the same pods, and what differs
+// between the sides is the binaries, not the objects.
+func workloadPod(app string, samePods bool) corev1.PodTemplateSpec {
+	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
@@ -208,11 +211,29 @@ func workloadPod(app string) corev1.PodTemplateSpec {
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 		},
 	}
+	if samePods {
+		samePodsFields(&tmpl)
+	}
+	return tmpl
+}
+
+// samePodsFields sets what v1.24's PodSecurityPolicy adds to a workload pod
+// under workloadPolicy: the annotation naming the policy, and the defaults
+// of its security context (no privilege escalation, every capability
+// dropped). TestSamePodsAsAdmitted checks the policy changes nothing else.
+func samePodsFields(tmpl *corev1.PodTemplateSpec) {
+	tmpl.Annotations = map[string]string{pspAnnotation: workloadPolicy}
+	for i := range tmpl.Spec.Containers {
+		tmpl.Spec.Containers[i].SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
+	}
 }
 
 // ensureDeployments tops the workloads up to pods pods, in Deployments of
 // replicas each, spread over the workload namespaces.
-func ensureDeployments(ctx context.Context, c kubernetes.Interface, pods, replicas, workers int) error {
+func ensureDeployments(ctx context.Context, c kubernetes.Interface, pods, replicas, workers int, samePods bool) error {
 	count := (pods + replicas - 1) / replicas
 	return parallel(ctx, 0, count, workers, func(ctx context.Context, i int) error {
 		name := fmt.Sprintf("app-%04d", i)
@@ -222,7 +243,7 @@ func ensureDeployments(ctx context.Context, c kubernetes.Interface, pods, replic
 			Spec: appsv1.DeploymentSpec{
 				Replicas: ptr.To(int32(r)),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-				Template: workloadPod(name),
+				Template: workloadPod(name, samePods),
 			},
 		}
 		deployments := c.AppsV1().Deployments(workloadNamespace(i))
@@ -400,7 +421,7 @@ func probe(ctx context.Context, c kubernetes.Interface, o scaleOptions, volumeRu
 				if ctx.Err() != nil {
 					return
 				}
-				probePod(ctx, c, r, fmt.Sprintf("probe-%d-%d-%d", step, client, i))
+				probePod(ctx, c, r, fmt.Sprintf("probe-%d-%d-%d", step, client, i), o.samePods)
 				probeVolume(ctx, c, r, fmt.Sprintf("%s-disk-%d-%d-%d", tenantPolicy((client*perClient+i)%max(volumeRules, 1)), step, client, i))
 			}
 		}()
@@ -415,9 +436,9 @@ func probe(ctx context.Context, c kubernetes.Interface, o scaleOptions, volumeRu
 	return r.latencies(), ctx.Err()
 }
 
-func probePod(ctx context.Context, c kubernetes.Interface, r *recorder, name string) {
-	tmpl := workloadPod("probe")
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: tmpl.Labels}, Spec: tmpl.Spec}
+func probePod(ctx context.Context, c kubernetes.Interface, r *recorder, name string, samePods bool) {
+	tmpl := workloadPod("probe", samePods)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: tmpl.Labels, Annotations: tmpl.Annotations}, Spec: tmpl.Spec}
 	pod.Spec.SchedulerName = probeScheduler
 	pods := c.CoreV1().Pods(probeNamespace)
 	if r.time(opPodCreate, func() error { return created(pods.Create(ctx, pod, metav1.CreateOptions{})) }) != nil {
