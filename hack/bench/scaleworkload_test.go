@@ -6,13 +6,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
-	"github.com/turnstile-k8s/turnstile/pkg/apis/policy/install"
+	"github.com/turnstile-k8s/turnstile/pkg/policyserver"
 	pspprovider "github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
@@ -21,12 +20,12 @@ import (
 // default, while the plain pod is changed by it (else this test would pass
 // with any samePodsFields).
 func TestSamePodsAsAdmitted(t *testing.T) {
-	scheme := runtime.NewScheme()
-	install.Install(scheme)
+	// The policy as the policy API serves it, defaulted, in the internal
+	// type the providers read.
 	v1beta1Policy := psp(workloadPolicy, nil, workloadPolicySpec())
-	scheme.Default(v1beta1Policy)
+	policyserver.Scheme.Default(v1beta1Policy)
 	internalPolicy := &policy.PodSecurityPolicy{}
-	if err := scheme.Convert(v1beta1Policy, internalPolicy, nil); err != nil {
+	if err := policyserver.Scheme.Convert(v1beta1Policy, internalPolicy, nil); err != nil {
 		t.Fatal(err)
 	}
 	provider, err := pspprovider.NewProvider(internalPolicy)
