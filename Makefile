@@ -5,14 +5,45 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 GO  ?= go
-BIN := _output/bin
 # Static binaries, so that the image can be FROM scratch.
 export CGO_ENABLED := 0
+# Upstream's e2e image list (build/oci) reads this when it loads, from the
+# network when it is a URL: builds and tests use the original names.
+unexport KUBE_TEST_REPO_LIST
 # Every build, vet and test with -trimpath, which the release needs for
 # reproducible binaries: one compiled copy of each package in the build
 # cache instead of a trimmed and an untrimmed one, so that a cold `make
 # test` compiles Kubernetes once for amd64, not twice.
-export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+BASE_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+
+# The Kubernetes line to build (lines/README.md): main's, go.mod's, unless
+# LINE=1.Y names an older one from lines/supported. An older line builds the
+# same tree with its own go.mod files (-modfile) and build tags, into
+# _output/lines/1.Y/ instead of _output/.
+MAIN_LINE := $(shell hack/line.sh main)
+LINE ?= $(MAIN_LINE)
+ifeq ($(LINE),$(MAIN_LINE))
+OUT := _output
+LINE_GOFLAGS :=
+else ifneq ($(filter bump canary,$(MAKECMDGOALS)),)
+# make bump and make canary take LINE as the line to move, which need not
+# be supported yet (the next minor).
+OUT := _output
+LINE_GOFLAGS :=
+else
+OUT := _output/lines/$(LINE)
+LINE_GOFLAGS := $(shell hack/line.sh goflags $(LINE) || echo FAILED)
+ifneq ($(filter FAILED,$(LINE_GOFLAGS)),)
+$(error LINE=$(LINE) cannot be built (hack/line.sh said why above))
+endif
+endif
+BIN := $(OUT)/bin
+# The root module's go commands take the line's flags from GOFLAGS; those
+# run in another module (-C DIR) take that module's with $(call goflags,DIR).
+export GOFLAGS := $(strip $(BASE_GOFLAGS) $(LINE_GOFLAGS))
+# Modules every line builds alike (kwok, containerd) take $(base_goflags).
+goflags = GOFLAGS='$(strip $(BASE_GOFLAGS) $(if $(LINE_GOFLAGS),$(shell hack/line.sh goflags $(LINE) $(1))))'
+base_goflags = GOFLAGS='$(BASE_GOFLAGS)'
 
 # Upstream binaries built from go.mod's tool lines, at the pinned versions.
 TOOL_etcd                    := go.etcd.io/etcd/server/v3
@@ -36,7 +67,7 @@ IMAGE_REPOSITORY ?= turnstile-k8s
 PLATFORMS   ?= linux/amd64 linux/arm64
 # What make test-e2e releases and checks: this machine's platform only.
 TEST_PLATFORMS := linux/$(shell $(GO) env GOARCH)
-RELEASE_DIR ?= _output/release
+RELEASE_DIR ?= $(OUT)/release
 ALLOW_DIRTY ?=
 
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
@@ -53,7 +84,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench bench-scale run node-deps control-plane-images e2e-images clean-local conformance test test-conformance test-unit test-e2e test-release test-ha test-node test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance test test-conformance test-unit test-e2e test-release test-ha test-node test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -63,7 +94,7 @@ build: $(BIN)/kube-apiserver ## Build our kube-apiserver into _output/bin.
 tools: $(addprefix $(BIN)/,$(TOOLS)) ## Build etcd, vanilla kube-apiserver, kubectl, kubeadm, controller-manager, scheduler.
 
 image: build $(BIN)/image ## Image tarball of our kube-apiserver for this machine in _output/images, built without Docker.
-	$(BIN)/image -binary $(BIN)/kube-apiserver -ldflags "$$(hack/ldflags.sh turnstile)" -out _output/images -repository $(IMAGE_REPOSITORY)
+	$(BIN)/image -binary $(BIN)/kube-apiserver -ldflags "$$(hack/ldflags.sh turnstile)" -out $(OUT)/images -repository $(IMAGE_REPOSITORY)
 
 release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, notes, SHA256SUMS in _output/release.
 	if [[ -z "$(ALLOW_DIRTY)" && -n "$$(git status --porcelain --untracked-files=no)" ]]; then \
@@ -78,9 +109,9 @@ release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a mu
 		-repository $(IMAGE_REPOSITORY) $(if $(ALLOW_DIRTY),-allow-dirty)
 
 bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstile vs vanilla upstream under load, plus microbenchmarks; JSON in _output/bench.
-	mkdir -p _output/bench
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./pkg/... ./plugin/...) | grep -E '^(Benchmark|goos|cpu|pkg)' > _output/bench/micro.txt
-	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -out _output/bench -micro _output/bench/micro.txt
+	mkdir -p $(OUT)/bench
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./pkg/... ./plugin/...) | grep -E '^(Benchmark|goos|cpu|pkg)' > $(OUT)/bench/micro.txt
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -out $(OUT)/bench -micro $(OUT)/bench/micro.txt
 
 # >>> bench-scale: the cost against cluster size, on kwok's fake nodes
 # (hack/bench/scale*.go; docs/performance.md). kwok and the plot come from
@@ -99,18 +130,18 @@ SCALE_FLAGS ?=
 KWOK_STAGES := node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete
 
 bench-scale: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controller-manager kube-scheduler bench kwok kwok-stages.yaml plot) ## Cost against cluster size on kwok's fake nodes: Turnstile all-documented, upstream-same, upstream; SCALE_STEPS=, SCALE_FLAGS=; table, JSON and PNG in _output/bench-scale.
-	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -scale "$(SCALE_STEPS)" -out _output/bench-scale $(SCALE_FLAGS)
-	$(BIN)/plot -in _output/bench-scale/plot.json -out _output/bench-scale/scale.png
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -scale "$(SCALE_STEPS)" -out $(OUT)/bench-scale $(SCALE_FLAGS)
+	$(BIN)/plot -in $(OUT)/bench-scale/plot.json -out $(OUT)/bench-scale/scale.png
 
 $(BIN)/kwok: FORCE
-	$(GO) build -C test/scale -trimpath -o $(CURDIR)/$@ sigs.k8s.io/kwok/cmd/kwok
+	$(base_goflags) $(GO) build -C test/scale -trimpath -o $(CURDIR)/$@ sigs.k8s.io/kwok/cmd/kwok
 
 $(BIN)/plot: FORCE
-	$(GO) build -C test/scale -trimpath -o $(CURDIR)/$@ ./plot
+	$(base_goflags) $(GO) build -C test/scale -trimpath -o $(CURDIR)/$@ ./plot
 
 $(BIN)/kwok-stages.yaml: test/scale/go.mod
 	mkdir -p $(BIN)
-	dir=$$(cd test/scale && $(GO) mod download sigs.k8s.io/kwok && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && \
+	dir=$$(cd test/scale && export $(base_goflags) && $(GO) mod download sigs.k8s.io/kwok && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && \
 	for stage in $(KWOK_STAGES); do echo '---'; cat "$$dir/kustomize/stage/$$stage.yaml"; done | \
 		sed 's/^\( *\)podIPs:$$/&\n\1- $$patch: replace/' > $@.tmp
 	@test "$$(grep -c -- '- $$patch: replace' $@.tmp)" = 1 || \
@@ -119,7 +150,7 @@ $(BIN)/kwok-stages.yaml: test/scale/go.mod
 # <<< bench-scale
 
 run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images); state in _output/local.
-	$(BIN)/local-up -dir _output/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) \
+	$(BIN)/local-up -dir $(OUT)/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) \
 		-port $(PORT) -controller-manager-port $(CONTROLLER_MANAGER_PORT) -scheduler-port $(SCHEDULER_PORT) \
 		$(if $(E2E_IMAGES),-e2e-images $(E2E_IMAGES_DIR)/e2e.tar)
 
@@ -133,7 +164,7 @@ node-deps: $(addprefix $(BIN)/,$(NODE_TOOLS)) node-images
 	hack/install-package.sh nft nftables
 
 clean-local: $(BIN)/local-up ## Remove the state of `make run` (PKI, etcd data, logs, the nodes' state), and a killed run's leftovers.
-	$(BIN)/local-up -dir _output/local -clean
+	$(BIN)/local-up -dir $(OUT)/local -clean
 
 # Go decides what is stale, so these always run and are cheap when nothing changed.
 $(BIN)/kube-apiserver: FORCE
@@ -155,7 +186,7 @@ $(addprefix $(BIN)/,$(TOOLS)): FORCE
 # k8s.io/kubernetes module's own files. CoreDNS and agnhost are built from
 # modules of their own (build/coredns, test/images), so that their
 # dependency graphs stay out of go.mod.
-NODE_IMAGES_DIR := _output/images/node
+NODE_IMAGES_DIR := $(OUT)/images/node
 KUBERNETES_DIR   = $$($(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)
 
 .PHONY: node-images
@@ -168,7 +199,7 @@ node-images: $(BIN)/pause $(BIN)/agnhost $(BIN)/coredns $(BIN)/busybox-sh $(BIN)
 # (build/oci.E2EImages), on a Debian root file system that mmdebstrap makes
 # from Debian's packages (kept, and made again only when its package list
 # changes), with their Go binaries from test/images/go.mod's tool lines.
-E2E_IMAGES_DIR := _output/images/e2e
+E2E_IMAGES_DIR := $(OUT)/images/e2e
 E2E_IMAGE_BINARIES := nnp sample-apiserver resource-consumer consume-cpu regression-issue-74839
 IMAGE_TOOL_nnp                    := k8s.io/kubernetes/test/images/nonewprivs
 IMAGE_TOOL_sample-apiserver       := k8s.io/sample-apiserver
@@ -182,7 +213,7 @@ e2e-images: node-images control-plane-images $(addprefix $(BIN)/,$(E2E_IMAGE_BIN
 	$(BIN)/nodeimages -e2e -out $(E2E_IMAGES_DIR) -bin $(BIN) -kubernetes "$(KUBERNETES_DIR)"
 
 $(addprefix $(BIN)/,$(E2E_IMAGE_BINARIES)): FORCE
-	$(GO) build -C test/images -trimpath -ldflags "-s -w" -o $(CURDIR)/$@ $(IMAGE_TOOL_$(notdir $@))
+	$(call goflags,test/images) $(GO) build -C test/images -trimpath -ldflags "-s -w" -o $(CURDIR)/$@ $(IMAGE_TOOL_$(notdir $@))
 
 $(BIN)/nodeimages: FORCE
 	$(GO) build -trimpath -o $@ ./build/nodeimages
@@ -207,17 +238,17 @@ $(BIN)/pause: FORCE
 # As test/images/image-util.sh and agnhost's Makefile build it, stamped with its VERSION file.
 $(BIN)/agnhost: FORCE
 	version=$$(cat "$(KUBERNETES_DIR)/test/images/agnhost/VERSION"); \
-	$(GO) build -C test/images -trimpath -ldflags "-w -X 'main.Version=$$version'" -o $(CURDIR)/$@ k8s.io/kubernetes/test/images/agnhost
+	$(call goflags,test/images) $(GO) build -C test/images -trimpath -ldflags "-w -X 'main.Version=$$version'" -o $(CURDIR)/$@ k8s.io/kubernetes/test/images/agnhost
 
 # As CoreDNS's Makefile builds it, stamped with the release's commit, which
 # the module proxy records, with the plugins build/coredns/main.go lists; at
 # the version kubeadm deploys, or it says which to pin.
 $(BIN)/coredns: FORCE
 	want=$$(sed -n 's/^\tCoreDNSVersion = "\(.*\)"$$/\1/p' "$(KUBERNETES_DIR)/cmd/kubeadm/app/constants/constants.go"); \
-	have=$$(cd build/coredns && $(GO) list -m -f '{{.Version}}' github.com/coredns/coredns); \
-	[[ -n $$want && $$want == "$$have" ]] || { echo "coredns: build/coredns/go.mod has CoreDNS $$have, kubeadm deploys '$$want': go get -C build/coredns github.com/coredns/coredns@$$want" >&2; exit 1; }; \
-	commit=$$(cd build/coredns && $(GO) mod download -json "github.com/coredns/coredns@$$have" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)",*$$/\1/p'); \
-	$(GO) build -C build/coredns -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$${commit:0:7}" -o $(CURDIR)/$@ .
+	have=$$(cd build/coredns && $(call goflags,build/coredns) $(GO) list -m -f '{{.Version}}' github.com/coredns/coredns); \
+	[[ -n $$want && $$want == "$$have" ]] || { echo "coredns: line $(LINE)'s build/coredns/go.mod has CoreDNS $$have, kubeadm deploys '$$want' (make bump moves it)" >&2; exit 1; }; \
+	commit=$$(cd build/coredns && $(base_goflags) $(GO) mod download -json "github.com/coredns/coredns@$$have" | sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]*\)",*$$/\1/p'); \
+	$(call goflags,build/coredns) $(GO) build -C build/coredns -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$${commit:0:7}" -o $(CURDIR)/$@ .
 # <<< node images
 
 # >>> conformance: upstream's [Conformance] specs against a local cluster of
@@ -235,13 +266,13 @@ conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo loca
 # make test's tier: the specs hack/conformance/ci-specs.txt names, on
 # all-compatible, with the node images only; parallel specs only.
 test-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps ## make test's conformance tier, as root: the specs hack/conformance/ci-specs.txt names, on all-compatible.
-	$(BIN)/conformance -profile all-compatible -specs hack/conformance/ci-specs.txt -e2e-images "" -containerd "" -passes parallel -out _output/conformance/ci
+	$(BIN)/conformance -profile all-compatible -specs hack/conformance/ci-specs.txt -e2e-images "" -containerd "" -passes parallel -out $(OUT)/conformance/ci
 
 $(BIN)/e2e.test: FORCE
-	$(GO) test -C test/conformance -c -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $(CURDIR)/$@ k8s.io/kubernetes/test/e2e
+	$(call goflags,test/conformance) $(GO) test -C test/conformance -c -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $(CURDIR)/$@ k8s.io/kubernetes/test/e2e
 
 $(BIN)/ginkgo: FORCE
-	$(GO) build -C test/conformance -trimpath -o $(CURDIR)/$@ github.com/onsi/ginkgo/v2/ginkgo
+	$(call goflags,test/conformance) $(GO) build -C test/conformance -trimpath -o $(CURDIR)/$@ github.com/onsi/ginkgo/v2/ginkgo
 
 # containerd 2.x for the conformance nodes (image volumes need 2.1 or
 # later), from build/containerd's module, static as containerd's releases
@@ -252,20 +283,51 @@ CONTAINERD_DIR := $(BIN)/containerd-2
 containerd: ## containerd 2.x (containerd, its runc shim, ctr) for the nodes of make conformance, in _output/bin/containerd-2.
 	version=$$(cd build/containerd && $(GO) list -m -f '{{.Version}}' github.com/containerd/containerd/v2); \
 	for cmd in containerd containerd-shim-runc-v2 ctr; do \
-		CGO_ENABLED=0 $(GO) build -C build/containerd -trimpath -tags no_btrfs,no_devmapper \
+		CGO_ENABLED=0 $(base_goflags) $(GO) build -C build/containerd -trimpath -tags no_btrfs,no_devmapper \
 			-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$$version" \
 			-o $(CURDIR)/$(CONTAINERD_DIR)/$$cmd github.com/containerd/containerd/v2/cmd/$$cmd || exit 1; \
 	done
 # <<< conformance
 
-test: verify test-unit test-e2e ## Verify, then unit, e2e, short HA, real-node and conformance-tier tests (the last three as root only). CI runs this.
+test: verify test-unit test-e2e test-line ## Verify, then unit, e2e, every older line's tier, short HA, real-node and conformance-tier tests (the last three as root only). CI runs this.
 	# The HA control plane and the real nodes need root for their network namespaces.
 	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha test-node test-conformance HA_FLAGS=-short; \
 	else echo "test: SKIPPED make test-ha, test-node and test-conformance: they need root (network namespaces, a bridge, cgroups); run them as root" >&2; fi
 
+# >>> lines (lines/README.md): an older line's tier, the bump and the canary.
+# The tier is the line's unit tests (PodSecurityPolicy's v1.24 decision cases
+# among them) and, against its own binaries, the e2e checks of the binary
+# (version, every registered plugin in -h, -h otherwise upstream's), of the
+# core objects through the default chain, of PodSecurityPolicy's API and
+# admission, and of the other restored plugins. Main's e2e suite also covers
+# upstream's plugins, whose e2e cases exercise main's APIs; the line shares
+# their code with upstream's release and our registry's unit tests.
+LINE_E2E := ^Test(Version|Help.*|UnknownAdmissionPluginIsRejected|CoreObjectsThroughDefaultAdmission|PodSecurityPolicy.*|SecurityContextDenyAndExec|RestoredPluginConfigTypo|PersistentVolumeLabel.*)$$
+OLDER_LINES := $(shell grep -v '^\#' lines/supported)
+ifeq ($(LINE),$(MAIN_LINE))
+test-line: ## The tier of every older line (make test runs it); LINE=1.Y for one.
+	@for l in $(OLDER_LINES); do $(MAKE) --no-print-directory test-line LINE=$$l || exit 1; done
+else
+test-line: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream)
+	@echo "test-line: line $(LINE) ($$(hack/line.sh version $(LINE))): unit tests" >&2
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	@echo "test-line: line $(LINE): e2e checks of its binaries" >&2
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m -v -run '$(LINE_E2E)' \
+		-ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+endif
+
+bump: ## LINE=1.Y VERSION=v1.Y.Z: move a line (or main to the next minor) to an upstream release, gated; report in _output/bump.
+	@[[ -n "$(VERSION)" ]] || { echo "bump: VERSION=v1.Y.Z is required (LINE= defaults to main's, $(MAIN_LINE))" >&2; exit 2; }
+	hack/bump.sh "$(LINE)" "$(VERSION)"
+
+canary: ## VERSION=v1.Y.Z-beta.N: try main's bump to the next minor in a scratch copy; what breaks in _output/canary.
+	@[[ -n "$(VERSION)" ]] || { echo "canary: VERSION=v1.Y.Z(-beta.N) is required" >&2; exit 2; }
+	hack/canary.sh "$(VERSION)"
+# <<< lines
+
 test-unit: ## Unit tests (everything but test/e2e), and the scale plot's in test/scale.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
-	$(GO) test -C test/scale -count=1 ./...
+	$(base_goflags) $(GO) test -C test/scale -count=1 ./...
 
 test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image ## E2E tests: real etcd and kube-apiserver processes.
 	# The release for this machine's platform, whatever the tree's state, and
@@ -292,7 +354,7 @@ test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/image ## make relea
 test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-node: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
-	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/_output/images/kube-apiserver-*.tar | head -1) \
+	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
 		$(GO) test -count=1 -timeout 20m -v -run '^Test(LocalNodes|KubeadmInitForReal)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 test-e2e-images: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-deps e2e-images ## The e2e framework's images on a real node, as root: each runs under its name, nothing pulled, and does what the specs use it for.
@@ -316,7 +378,7 @@ test-ha: build $(addprefix $(BIN)/,$(HA_TOOLS)) ## HA control plane (3 etcd, 2 T
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-ha: needs root: it creates network namespaces, a bridge and a tmpfs" >&2; exit 1; fi
 	hack/install-package.sh ip iproute2
 	hack/install-package.sh nft nftables
-	TURNSTILE_HA=1 TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_HA_REPORT=$(CURDIR)/_output/ha/report.md \
+	TURNSTILE_HA=1 TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_HA_REPORT=$(CURDIR)/$(OUT)/ha/report.md \
 		$(GO) test -count=1 -timeout 30m -v $(HA_FLAGS) -run '^TestHA(KilledRunLeavesNothing)?$$' ./test/ha/
 
 test-mutation: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## Each plugin's e2e tests, run with that plugin off: all must fail (slow; PLUGINS=A,B for some).

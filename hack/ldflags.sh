@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prints the -ldflags that stamp a binary's version, the way upstream's
 # release build does, on both component-base and client-go.
-#   hack/ldflags.sh turnstile   v1.36.3+turnstile.N  (our kube-apiserver)
-#   hack/ldflags.sh upstream    v1.36.3              (vanilla baseline and tools)
+#   hack/ldflags.sh turnstile   v1.37.2+turnstile.N  (our kube-apiserver)
+#   hack/ldflags.sh upstream    v1.37.2              (vanilla baseline and tools)
+# The version is the k8s.io/kubernetes of the module graph the go command
+# sees: an older line's when GOFLAGS names its go.mod (make LINE=1.Y).
 # N is TURNSTILE_RELEASE (default 1): our release count on one upstream version.
 # The build date is the last commit's, so rebuilding the same commit is
 # reproducible and does not relink; SOURCE_DATE_EPOCH overrides it.
@@ -10,8 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 flavour=${1:?usage: hack/ldflags.sh turnstile|upstream}
-kube=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' go.mod)
-[[ $kube =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || { echo "ldflags: k8s.io/kubernetes version '$kube' in go.mod is not vX.Y.Z" >&2; exit 1; }
+kube=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+[[ $kube =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?$ ]] || { echo "ldflags: k8s.io/kubernetes version '$kube' is not vX.Y.Z" >&2; exit 1; }
 major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
 release=${TURNSTILE_RELEASE:-1}
 [[ $release =~ ^[1-9][0-9]*$ ]] || { echo "ldflags: TURNSTILE_RELEASE '$release' is not a positive integer" >&2; exit 1; }

@@ -6,8 +6,8 @@
 # informers under pkg/client.
 #
 # Every generator is a go.mod tool line at the version the Kubernetes module
-# graph pins (code-generator v0.36.3, kube-openapi from k8s.io/kubernetes), so
-# `go tool X` builds exactly that version. go-to-protobuf also needs protoc
+# graph pins (code-generator and kube-openapi as k8s.io/kubernetes pins them), so
+# they are built at exactly that version. go-to-protobuf also needs protoc
 # (Debian: apt-get install -y protobuf-compiler) and runs protoc-gen-gogo,
 # goimports and gofmt from PATH; we build the first two from go.mod too.
 #
@@ -16,6 +16,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+
+# The generators are those of the oldest supported line (lines/supported):
+# client-go, apimachinery and the rest compile code generated for an older
+# release (they keep the interfaces it uses), not code generated for a newer
+# one (client-gen v0.37 writes discovery.DiscoveryInterfaces, which v0.36
+# lacks). So one generated tree serves every line. They are built from that
+# line's module graph and run in main's, where they load our packages.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+oldest=$(grep -v '^#' lines/supported | tail -1)
+line_flags=()
+[[ -z $oldest ]] || read -ra line_flags <<< "$(hack/line.sh goflags "$oldest")"
+echo "update-codegen: building the generators${oldest:+ of line $oldest}" >&2
+go build "${line_flags[@]}" -o "$work/bin/" \
+	k8s.io/code-generator/cmd/{deepcopy-gen,defaulter-gen,conversion-gen,prerelease-lifecycle-gen,go-to-protobuf,go-to-protobuf/protoc-gen-gogo,client-gen,lister-gen,informer-gen} \
+	k8s.io/kube-openapi/cmd/openapi-gen golang.org/x/tools/cmd/goimports
+tool() { local name=$1; shift; "$work/bin/$name" "$@"; }
 
 module=github.com/turnstile-k8s/turnstile
 internal=$module/pkg/apis/policy
@@ -33,51 +50,44 @@ hack/install-package.sh protoc protobuf-compiler
 find pkg/apis/policy "$openapi_dir" \( -name 'zz_generated.*.go' -o -name 'generated.pb.go' -o -name 'generated.proto' \) -delete 2>/dev/null || true
 
 echo "update-codegen: deepcopy" >&2
-go tool deepcopy-gen --go-header-file "$header" --output-file zz_generated.deepcopy.go \
+tool deepcopy-gen --go-header-file "$header" --output-file zz_generated.deepcopy.go \
 	"$internal" "$external"
 
 echo "update-codegen: defaulters" >&2
-go tool defaulter-gen --go-header-file "$header" --output-file zz_generated.defaults.go \
+tool defaulter-gen --go-header-file "$header" --output-file zz_generated.defaults.go \
 	--extra-peer-dirs k8s.io/api/core/v1 \
 	"$external"
 
 echo "update-codegen: conversion" >&2
-go tool conversion-gen --go-header-file "$header" --output-file zz_generated.conversion.go \
+tool conversion-gen --go-header-file "$header" --output-file zz_generated.conversion.go \
 	--extra-peer-dirs k8s.io/kubernetes/pkg/apis/core,k8s.io/kubernetes/pkg/apis/core/v1,k8s.io/apimachinery/pkg/apis/meta/v1,k8s.io/apimachinery/pkg/conversion,k8s.io/apimachinery/pkg/runtime \
 	"$external"
 
 echo "update-codegen: prerelease lifecycle" >&2
-go tool prerelease-lifecycle-gen --go-header-file "$header" --output-file zz_generated.prerelease-lifecycle.go \
+tool prerelease-lifecycle-gen --go-header-file "$header" --output-file zz_generated.prerelease-lifecycle.go \
 	"$external"
 
-# Our package's references to meta/v1, runtime and core/v1 must come out as
-# the model names upstream's definitions use (io.k8s.apimachinery...,
-# io.k8s.api.core.v1...), so those packages are inputs too, read-only so that
-# nothing is written into the module cache.
+# Only our package is an input, so that the file holds the policy/v1beta1
+# definitions alone and compiles against every supported Kubernetes line
+# (upstream's own definitions serve the meta and core types, see
+# pkg/policyserver). openapi-gen then writes references to types outside its
+# inputs as Go paths ("k8s.io/api/core/v1.SELinuxOptions"); they are
+# rewritten to the OpenAPI model names upstream's definitions are keyed by
+# ("io.k8s.api.core.v1.SELinuxOptions").
 echo "update-codegen: openapi" >&2
-readonly_pkgs=(
-	k8s.io/apimachinery/pkg/apis/meta/v1
-	k8s.io/apimachinery/pkg/runtime
-	k8s.io/apimachinery/pkg/version
-	k8s.io/api/core/v1
-)
-readonly_flags=()
-for p in "${readonly_pkgs[@]}"; do readonly_flags+=(--readonly-pkg "$p"); done
-go tool openapi-gen --go-header-file "$header" \
+tool openapi-gen --go-header-file "$header" \
 	--output-dir "$openapi_dir" --output-pkg "$module/$openapi_dir" \
 	--output-file zz_generated.openapi.go \
 	--output-model-name-file zz_generated.model_name.go \
 	--report-filename hack/api-rules-violations.list \
-	"${readonly_flags[@]}" \
-	"$external" "${readonly_pkgs[@]}"
+	"$external"
+perl -pi -e 's{"k8s\.io/([A-Za-z0-9_./-]+)\.([A-Za-z0-9_]+)"}{my ($p, $t) = ($1, $2); $p =~ tr{/}{.}; "\"io.k8s.$p.$t\""}ge' \
+	"$openapi_dir/zz_generated.openapi.go"
 
 # go-to-protobuf expects a GOPATH-shaped tree (<output-dir>/<import path>) for
 # our package and for the .proto files it imports.
 echo "update-codegen: protobuf" >&2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/bin" "$work/src/github.com/turnstile-k8s" "$work/src/k8s.io" "$work/src/github.com/gogo"
-go build -o "$work/bin/" k8s.io/code-generator/cmd/go-to-protobuf/protoc-gen-gogo golang.org/x/tools/cmd/goimports
+mkdir -p "$work/src/github.com/turnstile-k8s" "$work/src/k8s.io" "$work/src/github.com/gogo"
 ln -s "$root" "$work/src/$module"
 ln -s "$(go list -m -f '{{.Dir}}' k8s.io/apimachinery)" "$work/src/k8s.io/apimachinery"
 ln -s "$(go list -m -f '{{.Dir}}' k8s.io/api)" "$work/src/k8s.io/api"
@@ -86,7 +96,7 @@ proto_include=()
 for d in /usr/include /usr/local/include; do
 	[[ -f $d/google/protobuf/descriptor.proto ]] && proto_include=(--proto-import "$d") && break
 done
-PATH="$work/bin:$PATH" go tool go-to-protobuf --go-header-file "$header" \
+PATH="$work/bin:$PATH" tool go-to-protobuf --go-header-file "$header" \
 	--output-dir "$work/src" "${proto_include[@]}" \
 	--packages "$external" \
 	--apimachinery-packages '-k8s.io/apimachinery/pkg/util/intstr,-k8s.io/apimachinery/pkg/api/resource,-k8s.io/apimachinery/pkg/runtime/schema,-k8s.io/apimachinery/pkg/runtime,-k8s.io/apimachinery/pkg/apis/meta/v1,-k8s.io/api/core/v1'
@@ -103,15 +113,15 @@ for gen in client-gen lister-gen informer-gen; do
 	[[ -d $client_dir ]] || break
 	{ grep -rlZ --include='*.go' "^// Code generated by $gen. DO NOT EDIT.\$" "$client_dir" || true; } | xargs -0r rm -f
 done
-go tool client-gen --go-header-file "$header" \
+tool client-gen --go-header-file "$header" \
 	--output-dir "$client_dir/clientset" --output-pkg "$module/$client_dir/clientset" \
 	--clientset-name versioned \
 	--input-base "$module/pkg/apis" --input policy/v1beta1 \
 	--prefers-protobuf
-go tool lister-gen --go-header-file "$header" \
+tool lister-gen --go-header-file "$header" \
 	--output-dir "$client_dir/listers" --output-pkg "$module/$client_dir/listers" \
 	"$external"
-go tool informer-gen --go-header-file "$header" \
+tool informer-gen --go-header-file "$header" \
 	--output-dir "$client_dir/informers" --output-pkg "$module/$client_dir/informers" \
 	--versioned-clientset-package "$module/$client_dir/clientset/versioned" \
 	--listers-package "$module/$client_dir/listers" \

@@ -24,23 +24,41 @@ for mod in build/coredns build/containerd test/images test/conformance test/scal
 	(cd "$mod" && go mod tidy -diff >/dev/null) || { echo "verify: $mod/go.mod is not tidy (run go mod tidy in $mod)" >&2; fail=1; }
 done
 
-# go.mod must be exactly what pin-kubernetes.sh writes for the pinned version.
-kube=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' go.mod)
+# Every line's go.mod files must be exactly what pin-kubernetes.sh writes
+# for its pinned version: main's in the tree, an older line's in lines/1.Y/.
 saved=$(mktemp -d)
 trap 'rm -rf "$saved"' EXIT
-mkdir -p "$saved/test/images" "$saved/test/conformance" "$saved/test/scale"
-cp go.mod go.sum "$saved/"
-cp test/images/go.mod test/images/go.sum "$saved/test/images/"
-cp test/conformance/go.mod test/conformance/go.sum "$saved/test/conformance/"
-cp test/scale/go.mod test/scale/go.sum "$saved/test/scale/"
-hack/pin-kubernetes.sh "$kube" >/dev/null
-for f in go.mod go.sum test/images/go.mod test/images/go.sum test/conformance/go.mod test/conformance/go.sum test/scale/go.mod test/scale/go.sum; do
-	if ! cmp -s "$saved/$f" "$f"; then
-		[[ $f != *.mod ]] || diff -u "$saved/$f" "$f" >&2 || true
-		echo "verify: $f is not what 'hack/pin-kubernetes.sh $kube' writes (run it and commit the result)" >&2
-		cp "$saved/$f" "$f"
-		fail=1
+for line in $(hack/line.sh list); do
+	if [[ $line == "$(hack/line.sh main)" ]]; then
+		files=(go.mod go.sum test/images/go.mod test/images/go.sum test/conformance/go.mod test/conformance/go.sum test/scale/go.mod test/scale/go.sum)
+		pin=(hack/pin-kubernetes.sh "$(hack/line.sh version "$line")")
+	else
+		files=()
+		for d in . test/images test/conformance; do files+=("lines/$line/$d/go.mod" "lines/$line/$d/go.sum"); done
+		files=("${files[@]//\/.\//\/}")
+		pin=(hack/pin-kubernetes.sh -line "$line" "$(hack/line.sh version "$line")")
 	fi
+	for f in "${files[@]}"; do mkdir -p "$saved/$(dirname "$f")" && cp "$f" "$saved/$f"; done
+	"${pin[@]}" >/dev/null
+	for f in "${files[@]}"; do
+		if ! cmp -s "$saved/$f" "$f"; then
+			[[ $f != *.mod ]] || diff -u "$saved/$f" "$f" >&2 || true
+			echo "verify: $f is not what '${pin[*]}' writes (run it and commit the result)" >&2
+			cp "$saved/$f" "$f"
+			fail=1
+		fi
+	done
+done
+
+# Each older line compiles the tree (test/e2e aside: it exercises main's
+# APIs; lines/README.md) and its own CoreDNS module is tidy.
+for line in $(grep -v '^#' lines/supported); do
+	flags=$(hack/line.sh goflags "$line")
+	# shellcheck disable=SC2046
+	GOFLAGS="${GOFLAGS:-} $flags" go vet $(GOFLAGS="${GOFLAGS:-} $flags" go list ./... | grep -v /test/e2e) ||
+		{ echo "verify: go vet failed on line $line" >&2; fail=1; }
+	(cd build/coredns && GOFLAGS="${GOFLAGS:-} $(hack/line.sh goflags "$line" build/coredns)" go mod tidy -diff >/dev/null) ||
+		{ echo "verify: lines/$line/build/coredns/go.mod is not tidy (run GOFLAGS=-modfile=\$PWD/lines/$line/build/coredns/go.mod go mod tidy in build/coredns)" >&2; fail=1; }
 done
 
 # Generated code (deepcopy, conversion, defaults, OpenAPI, protobuf) matches its sources.

@@ -3,30 +3,43 @@ package oci
 import (
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
+	e2eimage "k8s.io/kubernetes/test/utils/image"
 )
 
 // The images a local node needs that it would otherwise pull, by the exact
-// names the kubelet, kubeadm and upstream's e2e framework use.
+// names the kubelet, kubeadm and upstream's e2e framework of the pinned
+// release use, so that they follow each Kubernetes line.
 // build/nodeimages builds them (make node-images).
+//
+// The e2e framework's names come from k8s.io/kubernetes/test/utils/image,
+// which reads KUBE_TEST_REPO_LIST when it loads (and fetches it when it is
+// a URL); the Makefile does not pass that variable on, and these are the
+// original names, which it does not change.
 const (
 	// PauseImage is the sandbox image: kubeadm's and the kubelet's default.
 	PauseImage = "registry.k8s.io/pause:" + kubeadmconstants.PauseVersion
 	// CoreDNSImage is the CoreDNS kubeadm deploys.
 	CoreDNSImage = "registry.k8s.io/coredns/" + kubeadmconstants.CoreDNSImageName + ":" + kubeadmconstants.CoreDNSVersion
-	// AgnhostImage and BusyBoxImage are upstream's e2e images, as
-	// k8s.io/kubernetes/test/utils/image (manifest.go) names them:
-	// configs[Agnhost] and configs[BusyBox]. That package is not imported
-	// here because its init reads KUBE_TEST_REPO_LIST, possibly from the
-	// network; a test compares these with it.
-	AgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
-	BusyBoxImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-1"
-	// AgnhostPrevImage is configs[AgnhostPrev], which some e2e tests use;
-	// the agnhost archive holds this name too.
-	AgnhostPrevImage = "registry.k8s.io/e2e-test-images/agnhost:2.55"
 	// BusyBoxPrevImage is the busybox of earlier releases' e2e tests; the
 	// busybox archive holds this name too.
 	BusyBoxPrevImage = "registry.k8s.io/e2e-test-images/busybox:1.36.1-1"
 )
+
+var (
+	// AgnhostImage and BusyBoxImage are upstream's e2e images
+	// configs[Agnhost] and configs[BusyBox].
+	AgnhostImage = e2eImage(e2eimage.Agnhost)
+	BusyBoxImage = e2eImage(e2eimage.BusyBox)
+	// AgnhostPrevImage is configs[AgnhostPrev], which some e2e tests use;
+	// the agnhost archive holds this name too.
+	AgnhostPrevImage = e2eImage(e2eimage.AgnhostPrev)
+)
+
+// e2eImage is the name upstream's e2e framework gives the image.
+func e2eImage(id e2eimage.ImageID) string {
+	config := e2eimage.GetOriginalImageConfigs()[id]
+	return config.GetE2EImage()
+}
 
 // NodeImage is one image of a local node, as build/nodeimages writes it.
 type NodeImage struct {
@@ -53,10 +66,6 @@ func NodeImages() []NodeImage {
 	}
 }
 
-// e2eRegistry is upstream's e2e framework's registry for its test images
-// (test/utils/image: list.PromoterE2eRegistry).
-const e2eRegistry = "registry.k8s.io/e2e-test-images/"
-
 // E2EImageArchive is the one docker-archive, in the output directory (make
 // e2e-images: _output/images/e2e), that holds every E2EImages image: they
 // share one Debian root file system, which the archive holds once.
@@ -80,18 +89,18 @@ func E2EImages() []NodeImage {
 	}
 	return []NodeImage{
 		image("agnhost-debian", AgnhostImage, AgnhostPrevImage),
-		image("kitten", e2eRegistry+"kitten:1.8"),
-		image("nautilus", e2eRegistry+"nautilus:1.8"),
-		image("nginx", e2eRegistry+"nginx:1.15-4", e2eRegistry+"nginx:1.27-0"),
-		image("nonroot", e2eRegistry+"nonroot:1.5"),
-		image("nonewprivs", e2eRegistry+"nonewprivs:1.4"),
-		image("glibc-dns-testing", e2eRegistry+"glibc-dns-testing:2.0.0"),
-		image("perl", e2eRegistry+"perl:5.26"),
-		image("sample-apiserver", e2eRegistry+"sample-apiserver:1.29.2"),
-		image("resource-consumer", e2eRegistry+"resource-consumer:1.14"),
-		image("ipc-utils", e2eRegistry+"ipc-utils:1.4"),
-		image("regression-issue-74839", e2eRegistry+"regression-issue-74839:1.4"),
-		image("distroless-iptables", "registry.k8s.io/build-image/distroless-iptables:v0.9.6"),
+		image("kitten", e2eImage(e2eimage.Kitten)),
+		image("nautilus", e2eImage(e2eimage.Nautilus)),
+		image("nginx", e2eImage(e2eimage.Nginx), e2eImage(e2eimage.NginxNew)),
+		image("nonroot", e2eImage(e2eimage.NonRoot)),
+		image("nonewprivs", e2eImage(e2eimage.Nonewprivs)),
+		image("glibc-dns-testing", e2eImage(e2eimage.GlibcDnsTesting)),
+		image("perl", e2eImage(e2eimage.Perl)),
+		image("sample-apiserver", e2eImage(e2eimage.APIServer)),
+		image("resource-consumer", e2eImage(e2eimage.ResourceConsumer)),
+		image("ipc-utils", e2eImage(e2eimage.IpcUtils)),
+		image("regression-issue-74839", e2eImage(e2eimage.RegressionIssue74839)),
+		image("distroless-iptables", e2eImage(e2eimage.DistrolessIptables)),
 	}
 }
 

@@ -1,5 +1,5 @@
 // Command bench runs Turnstile's kube-apiserver and vanilla upstream
-// v1.36.3 (built from the same module graph) alternately under the same
+// kube-apiserver (built from the same module graph) alternately under the same
 // load and reports the ratio of every figure, so that a user can see what
 // the distribution costs. `make bench` builds the binaries and runs this.
 //
@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -94,7 +95,7 @@ func configurations(admissionConfig string) []configuration {
 	}
 }
 
-// upstreamOnly is names without the plugins upstream v1.36 does not have.
+// upstreamOnly is names without the plugins upstream does not have.
 func upstreamOnly(names []string) []string {
 	var out []string
 	for _, name := range names {
@@ -374,7 +375,7 @@ var metrics = []metric{
 }
 
 func printTable(w *os.File, rep report) {
-	fmt.Fprintf(w, "\nTurnstile vs upstream v1.36.3: %d pairs of %s runs, %d clients, on %s\n", rep.Pairs, rep.Duration, rep.Concurrency, rep.Machine)
+	fmt.Fprintf(w, "\nTurnstile vs upstream %s: %d pairs of %s runs, %d clients, on %s\n", kubernetesVersion(), rep.Pairs, rep.Duration, rep.Concurrency, rep.Machine)
 	fmt.Fprintf(w, "Medians over the runs; ratio = Turnstile/upstream, median of the per-pair ratios (min..max across pairs).\n")
 	fmt.Fprintf(w, "noise-floor runs upstream on both sides: its ratios show how far 1.0 moves by chance.\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -439,4 +440,17 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d CPUs, %s", numCPU(), model)
+}
+
+// kubernetesVersion is the k8s.io/kubernetes release this command, and so
+// both apiservers it compares, were built from.
+func kubernetesVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "k8s.io/kubernetes" {
+				return dep.Version
+			}
+		}
+	}
+	return "(unknown version)"
 }

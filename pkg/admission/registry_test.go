@@ -8,57 +8,111 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/component-base/version"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 )
 
-// upstreamOrder is kube-apiserver v1.36.3's recommended plugin order, as we
-// expect it. When a Kubernetes bump changes upstream's list, the drift test
-// fails and this list, the placements and controllers table are reviewed.
-var upstreamOrder = []string{
-	"AlwaysAdmit",
-	"NamespaceAutoProvision",
-	"NamespaceLifecycle",
-	"NamespaceExists",
-	"LimitPodHardAntiAffinityTopology",
-	"LimitRanger",
-	"ServiceAccount",
-	"NodeRestriction",
-	"TaintNodesByCondition",
-	"AlwaysPullImages",
-	"ImagePolicyWebhook",
-	"PodSecurity",
-	"PodNodeSelector",
-	"Priority",
-	"DefaultTolerationSeconds",
-	"PodTolerationRestriction",
-	"EventRateLimit",
-	"ExtendedResourceToleration",
-	"DefaultStorageClass",
-	"StorageObjectInUseProtection",
-	"PodGroupProtection",
-	"OwnerReferencesPermissionEnforcement",
-	"PersistentVolumeClaimResize",
-	"RuntimeClass",
-	"CertificateApproval",
-	"CertificateSigning",
-	"ClusterTrustBundleAttest",
-	"CertificateSubjectRestriction",
-	"DefaultIngressClass",
-	"DenyServiceExternalIPs",
-	"PodTopologyLabels",
-	"PodGroupWorkloadExists",
-	"NodeDeclaredFeatureValidator",
-	"JobValidation",
-	"PodResizeValidator",
-	"MutatingAdmissionPolicy",
-	"MutatingAdmissionWebhook",
-	"ValidatingAdmissionPolicy",
-	"ValidatingAdmissionWebhook",
-	"ResourceQuota",
-	"AlwaysDeny",
+// upstreamOrders is kube-apiserver's recommended plugin order on each
+// supported line (lines/README.md), as we expect it. When a Kubernetes bump
+// changes upstream's list, the drift test fails and this list, the
+// placements and the controllers table are reviewed; a new line needs its
+// entry.
+var upstreamOrders = map[string][]string{
+	"1.37": {
+		"AlwaysAdmit",
+		"NamespaceAutoProvision",
+		"NamespaceLifecycle",
+		"NamespaceExists",
+		"LimitPodHardAntiAffinityTopology",
+		"LimitRanger",
+		"ServiceAccount",
+		"NodeRestriction",
+		"TaintNodesByCondition",
+		"AlwaysPullImages",
+		"ImagePolicyWebhook",
+		"PodSecurity",
+		"PodNodeSelector",
+		"Priority",
+		"DefaultTolerationSeconds",
+		"PodTolerationRestriction",
+		"EventRateLimit",
+		"ExtendedResourceToleration",
+		"DefaultStorageClass",
+		"StorageObjectInUseProtection",
+		"PodGroupProtection",
+		"OwnerReferencesPermissionEnforcement",
+		"PersistentVolumeClaimResize",
+		"RuntimeClass",
+		"CertificateApproval",
+		"CertificateSigning",
+		"ClusterTrustBundleAttest",
+		"CertificateSubjectRestriction",
+		"DefaultIngressClass",
+		"DenyServiceExternalIPs",
+		"PodTopologyLabels",
+		"NodeDeclaredFeatureValidator",
+		"PodResizeValidator",
+		"MutatingAdmissionPolicy",
+		"MutatingAdmissionWebhook",
+		"ValidatingAdmissionPolicy",
+		"ValidatingAdmissionWebhook",
+		"ResourceQuota",
+		"AlwaysDeny",
+	},
+	"1.36": {
+		"AlwaysAdmit",
+		"NamespaceAutoProvision",
+		"NamespaceLifecycle",
+		"NamespaceExists",
+		"LimitPodHardAntiAffinityTopology",
+		"LimitRanger",
+		"ServiceAccount",
+		"NodeRestriction",
+		"TaintNodesByCondition",
+		"AlwaysPullImages",
+		"ImagePolicyWebhook",
+		"PodSecurity",
+		"PodNodeSelector",
+		"Priority",
+		"DefaultTolerationSeconds",
+		"PodTolerationRestriction",
+		"EventRateLimit",
+		"ExtendedResourceToleration",
+		"DefaultStorageClass",
+		"StorageObjectInUseProtection",
+		"PodGroupProtection",
+		"OwnerReferencesPermissionEnforcement",
+		"PersistentVolumeClaimResize",
+		"RuntimeClass",
+		"CertificateApproval",
+		"CertificateSigning",
+		"ClusterTrustBundleAttest",
+		"CertificateSubjectRestriction",
+		"DefaultIngressClass",
+		"DenyServiceExternalIPs",
+		"PodTopologyLabels",
+		"PodGroupWorkloadExists",
+		"NodeDeclaredFeatureValidator",
+		"JobValidation",
+		"PodResizeValidator",
+		"MutatingAdmissionPolicy",
+		"MutatingAdmissionWebhook",
+		"ValidatingAdmissionPolicy",
+		"ValidatingAdmissionWebhook",
+		"ResourceQuota",
+		"AlwaysDeny",
+	},
 }
 
-// upstreamDefaultOff is what v1.36.3 leaves off unless enabled.
+// upstreamOrder is the order of the line under test.
+var upstreamOrder = upstreamOrders[testedLine()]
+
+// testedLine is the Kubernetes minor this test binary is built against
+// ("1.37"): component-base's, a staging module of that release.
+func testedLine() string { return version.DefaultKubeBinaryVersion }
+
+// upstreamDefaultOff is what every supported line leaves off unless
+// enabled.
 var upstreamDefaultOff = []string{
 	"AlwaysAdmit",
 	"AlwaysDeny",
@@ -87,6 +141,9 @@ var historicAnchor = map[string]string{
 }
 
 func TestUpstreamDrift(t *testing.T) {
+	if upstreamOrder == nil {
+		t.Fatalf("upstreamOrders has no entry for line %s: add upstream's AllOrderedPlugins %v", testedLine(), kubeoptions.AllOrderedPlugins)
+	}
 	if !slices.Equal(kubeoptions.AllOrderedPlugins, upstreamOrder) {
 		t.Errorf("upstream's AllOrderedPlugins changed; review the registry.\n got: %v\nwant: %v", kubeoptions.AllOrderedPlugins, upstreamOrder)
 	}

@@ -4,16 +4,16 @@
 // dependency graph stays out of Turnstile's go.mod. hack/pin-kubernetes.sh
 // pins it to the same k8s.io/kubernetes and staging modules as our go.mod.
 //
-// The blank imports below are those of upstream's test/e2e/e2e_test.go:
+// The blank imports below are those of upstream's test/e2e/e2e_test.go,
+// which hack/pin-kubernetes.sh writes from the pinned release:
 // `go mod tidy` keeps the requirements of this module's own imports only,
 // not of a dependency's tests, so without them the build would miss
-// modules. When a new release adds one, the build names it.
+// modules.
 package conformance
 
 import (
 	_ "github.com/onsi/ginkgo/v2"
 	_ "go.yaml.in/yaml/v2"
-
 	_ "k8s.io/kubernetes/test/conformance/testdata"
 	_ "k8s.io/kubernetes/test/e2e"
 	_ "k8s.io/kubernetes/test/e2e/apimachinery"
@@ -21,7 +21,6 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/architecture"
 	_ "k8s.io/kubernetes/test/e2e/auth"
 	_ "k8s.io/kubernetes/test/e2e/autoscaling"
-	_ "k8s.io/kubernetes/test/e2e/cloud"
 	_ "k8s.io/kubernetes/test/e2e/common"
 	_ "k8s.io/kubernetes/test/e2e/dra"
 	_ "k8s.io/kubernetes/test/e2e/feature"
@@ -35,8 +34,6 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/invariants"
 	_ "k8s.io/kubernetes/test/e2e/invariants/logcheck"
 	_ "k8s.io/kubernetes/test/e2e/kubectl"
-	_ "k8s.io/kubernetes/test/e2e/lifecycle"
-	_ "k8s.io/kubernetes/test/e2e/lifecycle/bootstrap"
 	_ "k8s.io/kubernetes/test/e2e/network"
 	_ "k8s.io/kubernetes/test/e2e/node"
 	_ "k8s.io/kubernetes/test/e2e/scheduling"
@@ -46,5 +43,5 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/testing-manifests"
 	_ "k8s.io/kubernetes/test/e2e/windows"
 	_ "k8s.io/kubernetes/test/fixtures"
-	_ "k8s.io/kubernetes/test/utils/format"
+	_ "k8s.io/kubernetes/test/utils/ktesting/format"
 )

@@ -23,8 +23,7 @@ import (
 // The node and certificate area: NodeRestriction, the three Certificate*
 // plugins, OwnerReferencesPermissionEnforcement, DefaultTolerationSeconds,
 // PodTopologyLabels, NodeDeclaredFeatureValidator and TaintNodesByCondition,
-// plus upstream's undocumented ClusterTrustBundleAttest, PodGroupProtection
-// and PodGroupWorkloadExists.
+// plus upstream's undocumented ClusterTrustBundleAttest and PodGroupProtection.
 //
 // Two apiservers run every case with the same flags but for the admission
 // plugin lists: "on" enables the two default-off plugins of the area and
@@ -39,20 +38,21 @@ var nodecertDefaultOff = []string{"NodeRestriction", "OwnerReferencesPermissionE
 // nodecertDefaultOn are the area's plugins that upstream runs by default.
 var nodecertDefaultOn = []string{
 	"CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction", "ClusterTrustBundleAttest",
-	"DefaultTolerationSeconds", "NodeDeclaredFeatureValidator", "PodGroupProtection", "PodGroupWorkloadExists",
+	"DefaultTolerationSeconds", "NodeDeclaredFeatureValidator", "PodGroupProtection",
 	"PodTopologyLabels", "TaintNodesByCondition",
 }
 
 // nodecertCommonArgs are the flags both servers share: non-default toleration
 // seconds, and the feature gates and API versions the stretch plugins need
-// (ClusterTrustBundle is beta but off, GenericWorkload alpha).
-// NodeDeclaredFeatures and PodTopologyLabelsAdmission are beta and on by
-// default in v1.36, so they need no flag.
+// (ClusterTrustBundle is GA, but its v1beta1 API, which the case uses, is
+// off; GenericWorkload is beta and off).
+// NodeDeclaredFeatures (GA) and PodTopologyLabelsAdmission (beta) are on by
+// default, so they need no flag.
 var nodecertCommonArgs = []string{
 	"--default-not-ready-toleration-seconds=17",
 	"--default-unreachable-toleration-seconds=42",
 	"--feature-gates=ClusterTrustBundle=true,GenericWorkload=true",
-	"--runtime-config=certificates.k8s.io/v1beta1/clustertrustbundles=true,scheduling.k8s.io/v1alpha2=true",
+	"--runtime-config=certificates.k8s.io/v1beta1/clustertrustbundles=true,scheduling.k8s.io/v1alpha3=true",
 }
 
 const (
@@ -233,7 +233,6 @@ func TestNodeAndCertificateAdmission(t *testing.T) {
 		{"ClusterTrustBundleAttest", nodecertClusterTrustBundleAttest},
 		{"OwnerReferencesPermissionEnforcement", nodecertOwnerReferencesPermissionEnforcement},
 		{"PodGroupProtection", nodecertPodGroupProtection},
-		{"PodGroupWorkloadExists", nodecertPodGroupWorkloadExists},
 	} {
 		t.Run(tc.plugin, func(t *testing.T) { forEachNodecertServer(t, servers, tc.run) })
 	}

@@ -32,15 +32,7 @@ var simpleOnPlugins = []string{
 var simpleOffPlugins = []string{
 	"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "Priority", "DefaultStorageClass",
 	"DefaultIngressClass", "PersistentVolumeClaimResize", "StorageObjectInUseProtection",
-	"ResourceQuota", "RuntimeClass", "PodResizeValidator", "JobValidation",
-}
-
-// simpleCommonArgs are given to both servers: JobValidation acts only with
-// the alpha GenericWorkload gate, whose PodGroups are in
-// scheduling.k8s.io/v1alpha2.
-var simpleCommonArgs = []string{
-	"--feature-gates=GenericWorkload=true",
-	"--runtime-config=scheduling.k8s.io/v1alpha2=true",
+	"ResourceQuota", "RuntimeClass", "PodResizeValidator",
 }
 
 // simpleServers are two kube-apiservers on one etcd prefix of their own, so an
@@ -72,7 +64,6 @@ func TestSimpleAdmission(t *testing.T) {
 		{"DefaultStorageClass", testSimpleDefaultStorageClass},
 		{"DenyServiceExternalIPs", testSimpleDenyServiceExternalIPs},
 		{"ExtendedResourceToleration", testSimpleExtendedResourceToleration},
-		{"JobValidation", testSimpleJobValidation},
 		{"LimitPodHardAntiAffinityTopology", testSimpleLimitPodHardAntiAffinityTopology},
 		{"LimitRanger", testSimpleLimitRanger},
 		{"NamespaceAutoProvision", testSimpleNamespaceAutoProvision},
@@ -120,7 +111,7 @@ func startSimpleServers(t *testing.T) simpleServers {
 			defer wg.Done()
 			s, err := framework.StartAPIServer(framework.APIServerConfig{
 				Dir: filepath.Join(root, name), Etcd: etcd, PKI: pki,
-				Args: append(append(slices.Clone(simpleCommonArgs), "--etcd-prefix="+prefix), extra...),
+				Args: append([]string{"--etcd-prefix=" + prefix}, extra...),
 			})
 			var c kubernetes.Interface
 			if err == nil {

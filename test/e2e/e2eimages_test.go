@@ -287,10 +287,20 @@ func readFile(t *testing.T, path string) string {
 // kubernetesModuleDir is the pinned k8s.io/kubernetes module's directory,
 // where upstream's test images' files are.
 func kubernetesModuleDir(t *testing.T) string {
+	return goListModule(t, "{{.Dir}}", "k8s.io/kubernetes")
+}
+
+// moduleVersion is the version of a module in the graph being tested (the
+// line's, when GOFLAGS names its go.mod).
+func moduleVersion(t *testing.T, path string) string {
+	return goListModule(t, "{{.Version}}", path)
+}
+
+func goListModule(t *testing.T, format, path string) string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	out, err := exec.Command("go", "list", "-m", "-f", format, path).Output()
 	if err != nil {
-		t.Fatalf("go list -m k8s.io/kubernetes: %v", err)
+		t.Fatalf("go list -m %s: %v", path, err)
 	}
 	return strings.TrimSpace(string(out))
 }

@@ -47,7 +47,7 @@ func TestKubeadmInitForReal(t *testing.T) {
 		t.Fatalf("reading %s's manifest: %v, %+v", apiserverTar, err, manifest)
 	}
 	apiserverImage := manifest[0].RepoTags[0]
-	// The e2e binaries are stamped as upstream's, so this is v1.36.3.
+	// The e2e binaries are stamped as upstream's, so this is the pinned release.
 	kubernetesVersion := version.Get().GitVersion
 	var tarballs []string
 	for _, img := range append(oci.NodeImages(), oci.ControlPlaneImages(kubernetesVersion)...) {

@@ -24,7 +24,7 @@ import (
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
-const (
+var (
 	agnhost = oci.AgnhostImage
 	busybox = oci.BusyBoxImage
 )

@@ -196,7 +196,8 @@ func TestRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, want := range []string{
-			"# Turnstile " + version, "**Kubernetes v1.36.3**", "go.etcd.io/etcd/server/v3 v3.6.8",
+			"# Turnstile " + version, "**Kubernetes " + moduleVersion(t, "k8s.io/kubernetes") + "**",
+			"go.etcd.io/etcd/server/v3 " + moduleVersion(t, "go.etcd.io/etcd/server/v3"),
 			strings.Join(releasePlatforms, ", "), "- " + strings.TrimSpace(string(subject)),
 			sums["kube-apiserver-"+strings.ReplaceAll(releasePlatforms[len(releasePlatforms)-1], "/", "-")],
 		} {

@@ -39,6 +39,9 @@ func run(ctx context.Context, opts options.CompletedOptions) error {
 	klog.Infof("Version: %+v", utilversion.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
+	if err := nameInformers(&opts); err != nil {
+		return err
+	}
 	recordAdmissionChain(opts)
 	config, err := upstream.NewConfig(opts)
 	if err != nil {

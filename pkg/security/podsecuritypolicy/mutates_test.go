@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/psptesting"
 )
 
@@ -265,7 +266,7 @@ func randomPod(r *rand.Rand) *api.Pod {
 		pod.Spec.OS = &api.PodOS{Name: api.Windows}
 	}
 	pod.Spec.RuntimeClassName = oneOf(r, nil, ptr.To(""), ptr.To("foo"), ptr.To("bar"))
-	pod.Spec.SecurityContext = randomPodSC(r)
+	setRandomPodSC(r, &pod.Spec)
 
 	var names []string
 	add := func(prefix string, n int, to func(api.Container)) {
@@ -301,14 +302,18 @@ func randomPod(r *rand.Rand) *api.Pod {
 	return pod
 }
 
-func randomPodSC(r *rand.Rand) *api.PodSecurityContext {
+// setRandomPodSC gives the pod a random security context, and sometimes
+// hostPID.
+func setRandomPodSC(r *rand.Rand, spec *api.PodSpec) {
 	switch r.IntN(4) {
 	case 0:
-		return nil
+		return
 	case 1:
-		return &api.PodSecurityContext{}
+		spec.SecurityContext = &api.PodSecurityContext{}
+		return
 	}
 	sc := &api.PodSecurityContext{}
+	spec.SecurityContext = sc
 	maybe(r, func() { sc.RunAsUser = oneOf(r, ptr.To[int64](0), ptr.To[int64](5), ptr.To[int64](999)) })
 	maybe(r, func() { sc.RunAsGroup = oneOf(r, ptr.To[int64](0), ptr.To[int64](999)) })
 	maybe(r, func() { sc.RunAsNonRoot = ptr.To(r.IntN(2) == 0) })
@@ -318,8 +323,7 @@ func randomPodSC(r *rand.Rand) *api.PodSecurityContext {
 	maybe(r, func() { sc.SeccompProfile = randomSeccomp(r) })
 	maybe(r, func() { sc.AppArmorProfile = randomAppArmor(r) })
 	maybe(r, func() { sc.Sysctls = []api.Sysctl{{Name: "net/ipv4/ip_local_port_range", Value: "1024 65535"}} })
-	maybe(r, func() { sc.HostPID = true })
-	return sc
+	maybe(r, func() { lineapi.SetPodHostNamespaces(spec, lineapi.HostNamespaces{PID: true}) })
 }
 
 func randomSC(r *rand.Rand) *api.SecurityContext {

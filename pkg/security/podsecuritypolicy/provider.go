@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/apparmor"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/capabilities"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
@@ -321,7 +322,7 @@ func (p *Provider) validate(s *Subject, c *errs.Collector) {
 		func() { p.supplementalGroups.ValidateList(c, suppGroupPath, psc.SupplementalGroups) },
 		func() { p.seccomp.Validate(c, func() *field.Path { return seccompPod }, s.seccomp) },
 		func() { p.seLinux.Validate(c, podSCPath, psc.SELinuxOptions) },
-		func() { p.validateHostNamespaces(c, psc) },
+		func() { p.validateHostNamespaces(c, lineapi.PodHostNamespaces(&pod.Spec)) },
 		func() { p.sysctls.Validate(c, sysctlsPath, psc.Sysctls) },
 		func() { p.volumes.Validate(c, pod) },
 		func() { p.runtimeClass.Validate(c, runtimeClassPath, pod.Spec.RuntimeClassName) },
@@ -338,20 +339,20 @@ func (p *Provider) validate(s *Subject, c *errs.Collector) {
 	}
 }
 
-func (p *Provider) validateHostNamespaces(c *errs.Collector, psc *api.PodSecurityContext) {
-	if psc.HostNetwork && !p.spec.HostNetwork {
+func (p *Provider) validateHostNamespaces(c *errs.Collector, h lineapi.HostNamespaces) {
+	if h.Network && !p.spec.HostNetwork {
 		c.Add(func() *field.Error {
-			return field.Invalid(podSCPath.Child("hostNetwork"), psc.HostNetwork, "Host network is not allowed to be used")
+			return field.Invalid(podSCPath.Child("hostNetwork"), h.Network, "Host network is not allowed to be used")
 		})
 	}
-	if psc.HostPID && !p.spec.HostPID {
+	if h.PID && !p.spec.HostPID {
 		c.Add(func() *field.Error {
-			return field.Invalid(podSCPath.Child("hostPID"), psc.HostPID, "Host PID is not allowed to be used")
+			return field.Invalid(podSCPath.Child("hostPID"), h.PID, "Host PID is not allowed to be used")
 		})
 	}
-	if psc.HostIPC && !p.spec.HostIPC {
+	if h.IPC && !p.spec.HostIPC {
 		c.Add(func() *field.Error {
-			return field.Invalid(podSCPath.Child("hostIPC"), psc.HostIPC, "Host IPC is not allowed to be used")
+			return field.Invalid(podSCPath.Child("hostIPC"), h.IPC, "Host IPC is not allowed to be used")
 		})
 	}
 }

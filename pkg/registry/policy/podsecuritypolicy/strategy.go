@@ -39,12 +39,16 @@ func NewStrategy(typer runtime.ObjectTyper) rest.RESTCreateUpdateStrategy {
 // NamespaceScoped is false: PodSecurityPolicy is cluster-scoped.
 func (strategy) NamespaceScoped() bool { return false }
 
-// AllowCreateOnUpdate is false: a PUT to a missing name is NotFound.
-func (strategy) AllowCreateOnUpdate() bool { return false }
+// AllowCreateOnUpdate and AllowUnconditionalUpdate, whose signatures
+// differ between lines, are in strategy_k8s1.37.go and
+// strategy_before_k8s1.37.go.
 
-// AllowUnconditionalUpdate is true: an update without a resourceVersion
+// allowCreateOnUpdate is false: a PUT to a missing name is NotFound.
+const allowCreateOnUpdate = false
+
+// allowUnconditionalUpdate is true: an update without a resourceVersion
 // overwrites, as v1.24 allowed.
-func (strategy) AllowUnconditionalUpdate() bool { return true }
+const allowUnconditionalUpdate = true
 
 // PrepareForCreate has nothing to clear: PodSecurityPolicy has no status and
 // v1.24 gated none of its fields.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
 )
 
 // The benchmark cluster has one namespace per team, team-000 to
@@ -94,7 +95,7 @@ func benchPod(namespace string, uid int64) *api.Pod {
 				},
 			}},
 			Volumes: []api.Volume{{Name: "kube-api-access", VolumeSource: api.VolumeSource{Projected: &api.ProjectedVolumeSource{Sources: []api.VolumeProjection{
-				{ServiceAccountToken: &api.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: 3607}},
+				{ServiceAccountToken: lineapi.ServiceAccountTokenProjection("token", 3607)},
 				{ConfigMap: &api.ConfigMapProjection{LocalObjectReference: api.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []api.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 				{DownwardAPI: &api.DownwardAPIProjection{Items: []api.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &api.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
 			}}}}},

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/hostpath"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/psptesting"
@@ -378,7 +379,7 @@ func TestConformanceSelection(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				authz := &fakeAuthorizer{grants: tc.grants}
 				pod := authzPod("sa")
-				pod.Spec.SecurityContext.HostPID = true
+				lineapi.SetPodHostNamespaces(&pod.Spec, lineapi.HostNamespaces{PID: true})
 				p := newTestPlugin(authz, policies...)
 				r := newRequest(t, admission.Create, pod, nil, "test", "", userInfo)
 				allowed, _, errs, err := p.choose(context.Background(), r.attrs, pod, true, "")
@@ -520,12 +521,12 @@ func TestConformanceHost(t *testing.T) {
 
 	for _, ns := range []struct {
 		field, message string
-		set            func(*api.PodSecurityContext, bool)
+		set            func(*lineapi.HostNamespaces, bool)
 		allow          func(*policy.PodSecurityPolicySpec)
 	}{
-		{"hostNetwork", "Host network is not allowed to be used", func(s *api.PodSecurityContext, v bool) { s.HostNetwork = v }, func(s *policy.PodSecurityPolicySpec) { s.HostNetwork = true }},
-		{"hostPID", "Host PID is not allowed to be used", func(s *api.PodSecurityContext, v bool) { s.HostPID = v }, func(s *policy.PodSecurityPolicySpec) { s.HostPID = true }},
-		{"hostIPC", "Host IPC is not allowed to be used", func(s *api.PodSecurityContext, v bool) { s.HostIPC = v }, func(s *policy.PodSecurityPolicySpec) { s.HostIPC = true }},
+		{"hostNetwork", "Host network is not allowed to be used", func(h *lineapi.HostNamespaces, v bool) { h.Network = v }, func(s *policy.PodSecurityPolicySpec) { s.HostNetwork = true }},
+		{"hostPID", "Host PID is not allowed to be used", func(h *lineapi.HostNamespaces, v bool) { h.PID = v }, func(s *policy.PodSecurityPolicySpec) { s.HostPID = true }},
+		{"hostIPC", "Host IPC is not allowed to be used", func(h *lineapi.HostNamespaces, v bool) { h.IPC = v }, func(s *policy.PodSecurityPolicySpec) { s.HostIPC = true }},
 	} {
 		no := psp(restrictive, "no", nil)
 		yes := psp(restrictive, "yes", ns.allow)
@@ -536,7 +537,9 @@ func TestConformanceHost(t *testing.T) {
 			}
 			pod := func(v bool) *api.Pod {
 				p := goodPod()
-				ns.set(p.Spec.SecurityContext, v)
+				h := lineapi.PodHostNamespaces(&p.Spec)
+				ns.set(&h, v)
+				lineapi.SetPodHostNamespaces(&p.Spec, h)
 				if init {
 					toInit(p)
 				}
@@ -706,7 +709,7 @@ func TestConformanceVolumes(t *testing.T) {
 
 	saToken := func(configMap string) api.VolumeSource {
 		return api.VolumeSource{Projected: &api.ProjectedVolumeSource{Sources: []api.VolumeProjection{
-			{ServiceAccountToken: &api.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: 3607}},
+			{ServiceAccountToken: lineapi.ServiceAccountTokenProjection("token", 3607)},
 			{ConfigMap: &api.ConfigMapProjection{
 				LocalObjectReference: api.LocalObjectReference{Name: configMap},
 				Items:                []api.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
@@ -1413,7 +1416,7 @@ func TestConformanceProfilesAndMisc(t *testing.T) {
 		r.wantAudit(t, "restrictive", "restrictive")
 
 		refused := goodPod()
-		refused.Spec.SecurityContext.HostPID = true
+		lineapi.SetPodHostNamespaces(&refused.Spec, lineapi.HostNamespaces{PID: true})
 		r = newRequest(t, admission.Create, refused, nil, refused.Namespace, "", testUser)
 		wantForbidden(t, "Admit", r.admit(p))
 		wantForbidden(t, "Validate", r.validate(p))

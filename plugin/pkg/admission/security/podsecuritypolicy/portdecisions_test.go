@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
@@ -401,7 +402,7 @@ func TestPortSysctlSlashNames(t *testing.T) {
 // order the policies were tried (v1.24: map order).
 func TestPortErrorsInPolicyOrder(t *testing.T) {
 	pod := podWith(func(p *api.Pod) {
-		p.Spec.SecurityContext.HostPID = true
+		lineapi.SetPodHostNamespaces(&p.Spec, lineapi.HostNamespaces{PID: true})
 		c0(p).Privileged = ptr.To(true)
 	})
 	// "a" refuses only the privileged container, "b" only hostPID.
