@@ -73,13 +73,13 @@ pin() {
 		tidy_flags=(-e "-modfile=$modfile")
 	fi
 	[[ ${2:-} == staging-only ]] || edits+=("-require=k8s.io/kubernetes@${version}")
-	# On a line, k8s.io/kubernetes is replaced too, so that tidy -e cannot
-	# move it to a release that has a package main's code imports.
-	[[ -z $line || ${2:-} == staging-only ]] || edits+=("-replace=k8s.io/kubernetes=k8s.io/kubernetes@${version}")
 	# Drop every k8s.io replace we had, so modules upstream removed do not linger.
 	while read -r old; do
 		edits+=("-dropreplace=$old")
 	done < <(go mod edit -json "$modfile" | awk -F'"' '/"Old": \{/ { getline; if ($4 ~ /^k8s\.io\//) print $4 }')
+	# On a line, k8s.io/kubernetes is replaced too, so that tidy -e cannot
+	# move it to a release that has a package main's code imports.
+	[[ -z $line || ${2:-} == staging-only ]] || edits+=("-replace=k8s.io/kubernetes=k8s.io/kubernetes@${version}")
 	for mod in "${staging[@]}"; do
 		edits+=("-replace=${mod}=${mod}@${staging_version}")
 	done

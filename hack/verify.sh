@@ -57,7 +57,8 @@ for line in $(grep -v '^#' lines/supported); do
 	# shellcheck disable=SC2046
 	GOFLAGS="${GOFLAGS:-} $flags" go vet $(GOFLAGS="${GOFLAGS:-} $flags" go list ./... | grep -v /test/e2e) ||
 		{ echo "verify: go vet failed on line $line" >&2; fail=1; }
-	(cd build/coredns && GOFLAGS="${GOFLAGS:-} $(hack/line.sh goflags "$line" build/coredns)" go mod tidy -diff >/dev/null) ||
+	coredns_flags=$(hack/line.sh goflags "$line" build/coredns)
+	(cd build/coredns && GOFLAGS="${GOFLAGS:-} $coredns_flags" go mod tidy -diff >/dev/null) ||
 		{ echo "verify: lines/$line/build/coredns/go.mod is not tidy (run GOFLAGS=-modfile=\$PWD/lines/$line/build/coredns/go.mod go mod tidy in build/coredns)" >&2; fail=1; }
 done
 
