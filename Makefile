@@ -96,7 +96,10 @@ tools: $(addprefix $(BIN)/,$(TOOLS)) ## Build etcd, vanilla kube-apiserver, kube
 image: build $(BIN)/image ## Image tarball of our kube-apiserver for this machine in _output/images, built without Docker.
 	$(BIN)/image -binary $(BIN)/kube-apiserver -ldflags "$$(hack/ldflags.sh turnstile)" -out $(OUT)/images -repository $(IMAGE_REPOSITORY)
 
-release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, notes, SHA256SUMS in _output/release.
+# make release also releases every older line, into _output/lines/1.Y/release
+# (RELEASE_DIR=D: D/lines/1.Y); RELEASE_LINES= releases main's alone.
+RELEASE_LINES ?= $(OLDER_LINES)
+release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release).
 	if [[ -z "$(ALLOW_DIRTY)" && -n "$$(git status --porcelain --untracked-files=no)" ]]; then \
 		echo "release: the tree has uncommitted changes; commit them so that the release can be rebuilt from its commit (or ALLOW_DIRTY=1)" >&2; exit 1; fi
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
@@ -107,6 +110,8 @@ release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a mu
 	done; \
 	$(BIN)/release -dir $(RELEASE_DIR) -platforms "$(subst $(space),$(comma),$(strip $(PLATFORMS)))" -ldflags "$$ldflags" \
 		-repository $(IMAGE_REPOSITORY) $(if $(ALLOW_DIRTY),-allow-dirty)
+	$(if $(LINE_GOFLAGS),,@for l in $(RELEASE_LINES); do \
+		$(MAKE) --no-print-directory release LINE=$$l RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release) || exit 1; done)
 
 bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstile vs vanilla upstream under load, plus microbenchmarks; JSON in _output/bench.
 	mkdir -p $(OUT)/bench
@@ -333,7 +338,7 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 	# The release for this machine's platform, whatever the tree's state, and
 	# what checks it: containerd imports the image (the tests skip, saying
 	# why, without it). make test-release adds arm64 and qemu.
-	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)"
+	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)" RELEASE_LINES=
 	hack/install-package.sh containerd containerd || true
 	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(TEST_PLATFORMS)" \
@@ -345,7 +350,7 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 # Apart from make test, because a cold arm64 cross-build of kube-apiserver
 # takes about 15 minutes on 2 cores.
 test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/image ## make release for both platforms, checked: checksums, SBOMs, image index, a byte-identical rebuild, arm64 under qemu.
-	$(MAKE) --no-print-directory release ALLOW_DIRTY=1
+	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 RELEASE_LINES=
 	hack/install-package.sh qemu-aarch64-static qemu-user-static || true
 	hack/install-package.sh containerd containerd || true
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" \

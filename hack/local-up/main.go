@@ -373,6 +373,13 @@ func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfigu
 		{Name: "enable-admission-plugins", Value: plugins},
 		{Name: "bind-address", Value: address},
 	}
+	if layout == nil {
+		// Without nodes the apiserver is on loopback, which it refuses to
+		// publish in the kubernetes Service's endpoints since v1.37: no pod
+		// would reach it anyway, so the endpoints are not kept (as upstream's
+		// test servers do).
+		cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "endpoint-reconciler-type", Value: "none"})
+	}
 	if o.admissionConfig != "" {
 		cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "admission-control-config-file", Value: o.admissionConfig})
 	}

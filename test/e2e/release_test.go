@@ -179,8 +179,8 @@ func TestRelease(t *testing.T) {
 					t.Errorf("%s: SBOM has %s %q, go.mod requires %s", name, path, versions[path], v)
 				}
 			}
-			if versions["k8s.io/apiserver"] != "v0.36.3" {
-				t.Errorf("%s: k8s.io/apiserver %q, want the staging replacement v0.36.3", name, versions["k8s.io/apiserver"])
+			if want := goListModule(t, "{{with .Replace}}{{.Version}}{{end}}", "k8s.io/apiserver"); want == "" || versions["k8s.io/apiserver"] != want {
+				t.Errorf("%s: k8s.io/apiserver %q, want the staging replacement %q", name, versions["k8s.io/apiserver"], want)
 			}
 			t.Logf("%s: %d packages", name, len(doc.Packages))
 		}
@@ -209,7 +209,7 @@ func TestRelease(t *testing.T) {
 
 	t.Run("a second build is byte-identical", func(t *testing.T) {
 		again := t.TempDir()
-		cmd := exec.Command("make", "-C", "../..", "--no-print-directory", "release", "ALLOW_DIRTY=1", "RELEASE_DIR="+again,
+		cmd := exec.Command("make", "-C", "../..", "--no-print-directory", "release", "ALLOW_DIRTY=1", "RELEASE_DIR="+again, "RELEASE_LINES=",
 			"PLATFORMS="+strings.Join(releasePlatforms, " "))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("make release: %v\n%s", err, out)
