@@ -313,7 +313,7 @@ ifeq ($(LINE),$(MAIN_LINE))
 test-line: ## The tier of every older line (make test runs it); LINE=1.Y for one.
 	@for l in $(OLDER_LINES); do $(MAKE) --no-print-directory test-line LINE=$$l || exit 1; done
 else
-test-line: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream)
+test-line: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controller-manager kubectl)
 	@echo "test-line: line $(LINE) ($$(hack/line.sh version $(LINE))): unit tests" >&2
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 	@echo "test-line: line $(LINE): e2e checks of its binaries" >&2

@@ -157,8 +157,9 @@ if [[ $mode != line-patch ]]; then
 	sed -i "s/\bv${old#v}\b/$version/g; s/Kubernetes \*\*$old\*\*/Kubernetes **$version**/g" README.md
 fi
 sed -i "s/| $old |/| $version |/" lines/README.md
+[[ $mode == line-patch ]] || sed -i "s|k8s.io/kubernetes $old)|k8s.io/kubernetes $version)|" lines/README.md
 if [[ $mode == main-minor ]]; then
-	sed -i "s/^| main | $version |/| main | $version |\n| $main | $old | \`lines\/$main\/\` |/" lines/README.md
+	sed -i "/^| main | $version |/a | $main | $old | \`lines/$main/\`: \`go.mod\`, \`test/images/go.mod\`, \`test/conformance/go.mod\`, \`build/coredns/go.mod\` |" lines/README.md
 fi
 
 # 4. The gate.
