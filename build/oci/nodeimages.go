@@ -28,15 +28,15 @@ const (
 var (
 	// AgnhostImage and BusyBoxImage are upstream's e2e images
 	// configs[Agnhost] and configs[BusyBox].
-	AgnhostImage = e2eImage(e2eimage.Agnhost)
-	BusyBoxImage = e2eImage(e2eimage.BusyBox)
+	AgnhostImage = E2EImage(e2eimage.Agnhost)
+	BusyBoxImage = E2EImage(e2eimage.BusyBox)
 	// AgnhostPrevImage is configs[AgnhostPrev], which some e2e tests use;
 	// the agnhost archive holds this name too.
-	AgnhostPrevImage = e2eImage(e2eimage.AgnhostPrev)
+	AgnhostPrevImage = E2EImage(e2eimage.AgnhostPrev)
 )
 
-// e2eImage is the name upstream's e2e framework gives the image.
-func e2eImage(id e2eimage.ImageID) string {
+// E2EImage is the name upstream's e2e framework gives the image.
+func E2EImage(id e2eimage.ImageID) string {
 	config := e2eimage.GetOriginalImageConfigs()[id]
 	return config.GetE2EImage()
 }
@@ -89,18 +89,18 @@ func E2EImages() []NodeImage {
 	}
 	return []NodeImage{
 		image("agnhost-debian", AgnhostImage, AgnhostPrevImage),
-		image("kitten", e2eImage(e2eimage.Kitten)),
-		image("nautilus", e2eImage(e2eimage.Nautilus)),
-		image("nginx", e2eImage(e2eimage.Nginx), e2eImage(e2eimage.NginxNew)),
-		image("nonroot", e2eImage(e2eimage.NonRoot)),
-		image("nonewprivs", e2eImage(e2eimage.Nonewprivs)),
-		image("glibc-dns-testing", e2eImage(e2eimage.GlibcDnsTesting)),
-		image("perl", e2eImage(e2eimage.Perl)),
-		image("sample-apiserver", e2eImage(e2eimage.APIServer)),
-		image("resource-consumer", e2eImage(e2eimage.ResourceConsumer)),
-		image("ipc-utils", e2eImage(e2eimage.IpcUtils)),
-		image("regression-issue-74839", e2eImage(e2eimage.RegressionIssue74839)),
-		image("distroless-iptables", e2eImage(e2eimage.DistrolessIptables)),
+		image("kitten", E2EImage(e2eimage.Kitten)),
+		image("nautilus", E2EImage(e2eimage.Nautilus)),
+		image("nginx", E2EImage(e2eimage.Nginx), E2EImage(e2eimage.NginxNew)),
+		image("nonroot", E2EImage(e2eimage.NonRoot)),
+		image("nonewprivs", E2EImage(e2eimage.Nonewprivs)),
+		image("glibc-dns-testing", E2EImage(e2eimage.GlibcDnsTesting)),
+		image("perl", E2EImage(e2eimage.Perl)),
+		image("sample-apiserver", E2EImage(e2eimage.APIServer)),
+		image("resource-consumer", E2EImage(e2eimage.ResourceConsumer)),
+		image("ipc-utils", E2EImage(e2eimage.IpcUtils)),
+		image("regression-issue-74839", E2EImage(e2eimage.RegressionIssue74839)),
+		image("distroless-iptables", E2EImage(e2eimage.DistrolessIptables)),
 	}
 }
 

@@ -17,12 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	e2eimage "k8s.io/kubernetes/test/utils/image"
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
 )
-
-const e2eRegistry = "registry.k8s.io/e2e-test-images/"
 
 // The rest of the e2e framework's images (make e2e-images), on a real node:
 // each runs under its exact name with nothing pulled and does what the
@@ -76,30 +75,30 @@ func TestE2EImages(t *testing.T) {
 			security: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)},
 			want:     []string{"/bin/sh: can't create /file: Read-only file system\n", "wget exited 1"},
 		}, {
-			name: "nonroot", image: e2eRegistry + "nonroot:1.5", command: []string{"id", "-u"}, want: []string{"1234"},
+			name: "nonroot", image: oci.E2EImage(e2eimage.NonRoot), command: []string{"id", "-u"}, want: []string{"1234"},
 		}, {
-			name: "nonewprivs-escalates", image: e2eRegistry + "nonewprivs:1.4",
+			name: "nonewprivs-escalates", image: oci.E2EImage(e2eimage.Nonewprivs),
 			security: &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000), AllowPrivilegeEscalation: ptr.To(true)},
 			want:     []string{"Effective uid: 0"},
 		}, {
-			name: "nonewprivs-does-not", image: e2eRegistry + "nonewprivs:1.4",
+			name: "nonewprivs-does-not", image: oci.E2EImage(e2eimage.Nonewprivs),
 			security: &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000), AllowPrivilegeEscalation: ptr.To(false)},
 			want:     []string{"Effective uid: 1000"},
 		}, {
 			// glibc's resolver through CoreDNS, and the CoreDNS it carries.
-			name: "glibc-dns-testing", image: e2eRegistry + "glibc-dns-testing:2.0.0",
+			name: "glibc-dns-testing", image: oci.E2EImage(e2eimage.GlibcDnsTesting),
 			command: []string{"sh", "-c", "getent hosts kubernetes.default.svc.cluster.local && /coredns -version"},
 			want:    []string{kubernetesIP, "CoreDNS-"},
 		}, {
-			name: "perl", image: e2eRegistry + "perl:5.26", command: []string{"perl", "-e", "print 6*7, qq(\\n)"}, want: []string{"42"},
+			name: "perl", image: oci.E2EImage(e2eimage.Perl), command: []string{"perl", "-e", "print 6*7, qq(\\n)"}, want: []string{"42"},
 		}, {
-			name: "sample-apiserver", image: e2eRegistry + "sample-apiserver:1.29.2", command: []string{"/sample-apiserver", "--help"},
+			name: "sample-apiserver", image: oci.E2EImage(e2eimage.APIServer), command: []string{"/sample-apiserver", "--help"},
 			want: []string{"--etcd-servers"},
 		}, {
 			// The Aggregator spec runs it beside the sample apiserver.
-			name: "etcd", image: "registry.k8s.io/etcd:3.6.8-0", command: []string{"etcd", "--version"}, want: []string{"etcd Version: 3.6."},
+			name: "etcd", image: oci.E2EImage(e2eimage.Etcd), command: []string{"etcd", "--version"}, want: []string{"etcd Version: "},
 		}, {
-			name: "ipc-utils", image: e2eRegistry + "ipc-utils:1.4", command: []string{"sh", "-c", "ipcmk -M 4096 && ipcs -m"},
+			name: "ipc-utils", image: oci.E2EImage(e2eimage.IpcUtils), command: []string{"sh", "-c", "ipcmk -M 4096 && ipcs -m"},
 			want: []string{"Shared memory id:", "4096"},
 		}, {
 			name: "distroless-iptables", image: "registry.k8s.io/build-image/distroless-iptables:v0.9.6", command: []string{"iptables", "--version"},
@@ -127,10 +126,10 @@ func TestE2EImages(t *testing.T) {
 			port              int
 			want              string
 		}{
-			{"kitten", e2eRegistry + "kitten:1.8", "/data.json", 80, readFile(t, filepath.Join(kube, "test/images/kitten/html/data.json"))},
-			{"nautilus", e2eRegistry + "nautilus:1.8", "/data.json", 80, readFile(t, filepath.Join(kube, "test/images/nautilus/html/data.json"))},
-			{"nginx", e2eRegistry + "nginx:1.15-4", "/", 80, "Welcome to nginx!"},
-			{"nginx-new", e2eRegistry + "nginx:1.27-0", "/", 80, "Welcome to nginx!"},
+			{"kitten", oci.E2EImage(e2eimage.Kitten), "/data.json", 80, readFile(t, filepath.Join(kube, "test/images/kitten/html/data.json"))},
+			{"nautilus", oci.E2EImage(e2eimage.Nautilus), "/data.json", 80, readFile(t, filepath.Join(kube, "test/images/nautilus/html/data.json"))},
+			{"nginx", oci.E2EImage(e2eimage.Nginx), "/", 80, "Welcome to nginx!"},
+			{"nginx-new", oci.E2EImage(e2eimage.NginxNew), "/", 80, "Welcome to nginx!"},
 			{"agnhost-netexec", oci.AgnhostImage, "/hostname", 8080, "agnhost-netexec"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +149,7 @@ func TestE2EImages(t *testing.T) {
 		// The HPA specs' load: the consumer runs ./consume-cpu/consume-cpu.
 		t.Run("resource-consumer", func(t *testing.T) {
 			t.Parallel()
-			ip := runServer(ctx, t, client, testPod("resource-consumer", e2eRegistry+"resource-consumer:1.14"))
+			ip := runServer(ctx, t, client, testPod("resource-consumer", oci.E2EImage(e2eimage.ResourceConsumer)))
 			url := fmt.Sprintf("http://%s:8080/ConsumeCPU?millicores=50&durationSec=1", ip)
 			resp, err := http.Post(url, "", nil)
 			if err != nil {
@@ -173,7 +172,7 @@ func TestE2EImages(t *testing.T) {
 
 		t.Run("regression-issue-74839", func(t *testing.T) {
 			t.Parallel()
-			pod := testPod("regression-issue-74839", e2eRegistry+"regression-issue-74839:1.4")
+			pod := testPod("regression-issue-74839", oci.E2EImage(e2eimage.RegressionIssue74839))
 			// As the conntrack spec runs it: it probes its own address.
 			pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
 				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}

@@ -176,7 +176,8 @@ func TestKubeadmInitForReal(t *testing.T) {
 		}
 		// Unlike DenyEscalatingExec, it lets an exec into a host-network
 		// pod through: the etcd static pod answers.
-		if out := mustKubectl(t, "-n", "kube-system", "exec", "etcd-"+n.Name, "--", "etcd", "--version"); !strings.Contains(out, "etcd Version: 3.6.8") {
+		etcdVersion := strings.TrimPrefix(moduleVersion(t, "go.etcd.io/etcd/server/v3"), "v")
+		if out := mustKubectl(t, "-n", "kube-system", "exec", "etcd-"+n.Name, "--", "etcd", "--version"); !strings.Contains(out, "etcd Version: "+etcdVersion) {
 			t.Errorf("exec into the etcd static pod: %s", out)
 		}
 	})
