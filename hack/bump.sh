@@ -131,17 +131,22 @@ if [[ $mode == line-patch ]]; then
 else
 	pin=(hack/pin-kubernetes.sh "$version")
 fi
-if ! "${pin[@]}" > "$pin_log" 2>&1; then
-	cat "$pin_log" >&2
-	restore
-	echo "bump: ${pin[*]} failed; nothing changed" >&2
-	exit 1
-fi
-
-# 2. CoreDNS as the release's kubeadm deploys it; etcd as it pins it.
+failed=()
+errors=$work/compile.txt
+: > "$errors"
 coredns_want=$(kubeadm_const "$new_dir" CoreDNSVersion)
 etcd_want=$(kubeadm_const "$new_dir" DefaultEtcdVersion)
 etcd_want=v${etcd_want%-*}
+# A pin that fails (a module of the release the proxy does not serve, say)
+# skips to the report, which names what is missing.
+if ! "${pin[@]}" > "$pin_log" 2>&1; then
+	grep -v '^go: downloading' "$pin_log" | tail -20 >&2
+	echo "bump: ${pin[*]} failed" >&2
+	failed=(pin)
+fi
+
+if [[ ${#failed[@]} -eq 0 ]]; then
+# 2. CoreDNS as the release's kubeadm deploys it; etcd as it pins it.
 coredns_flags=
 [[ $mode != line-patch ]] || coredns_flags=$(hack/line.sh goflags "$line" build/coredns)
 (cd build/coredns && GOFLAGS="-trimpath $coredns_flags" go get "github.com/coredns/coredns@$coredns_want" && GOFLAGS="-trimpath $coredns_flags" go mod tidy) > "$work/coredns.log" 2>&1 ||
@@ -163,9 +168,6 @@ if [[ $mode == main-minor ]]; then
 fi
 
 # 4. The gate.
-failed=()
-errors=$work/compile.txt
-: > "$errors"
 gate_line=$line
 run() { # run NAME COMMAND...: one check of the gate, its output in the log
 	local name=$1; shift
@@ -189,6 +191,8 @@ else
 	run test-unit make --no-print-directory test-unit
 	run test-e2e make --no-print-directory test-e2e
 	if [[ $(id -u) -eq 0 ]]; then run test-conformance make --no-print-directory test-conformance; fi
+fi
+
 fi
 
 # 5. The report.
@@ -221,8 +225,9 @@ old_flags="-modfile=$work/saved/${gomods[0]}"
 	echo
 	echo "## kube-apiserver flags and feature gates"
 	echo
+	: > "$work/new-help.txt"
 	upstream_help old "$old_flags" > "$work/old-help.txt"
-	upstream_help new "$flags" > "$work/new-help.txt"
+	[[ ${failed[*]} == pin ]] || upstream_help new "$flags" > "$work/new-help.txt"
 	if [[ -s $work/old-help.txt && -s $work/new-help.txt ]]; then
 		flagnames() { grep -oE '^ +--[a-z0-9-]+' "$1" | tr -d ' ' | sort -u; }
 		gates() { grep -oE '^ +[A-Z][A-Za-z0-9]+=true\|false \([A-Z]+' "$1" | sed -E 's/^ +//; s/=true\|false \(/ (/; s/$/)/' | sort -u; }
@@ -234,9 +239,19 @@ old_flags="-modfile=$work/saved/${gomods[0]}"
 		echo "Not compared: upstream's kube-apiserver of one of the two releases did not build here."
 	fi
 	echo
+	if [[ ${failed[*]} == pin ]]; then
+		echo "## What the Go module proxy does not serve"
+		echo
+		echo "hack/pin-kubernetes.sh could not tidy the modules against $version; these modules, at the versions the release requires, could not be had:"
+		echo
+		grep -oE '[A-Za-z0-9./_-]+@v[^: ]+: reading [^ ]+: [0-9]{3}' "$pin_log" | sed -E 's/: reading [^ ]+: / (HTTP /; s/$/)/' | sort -u | sed 's/^/- /'
+		echo
+	fi
 	echo "## What our code did not compile against"
 	echo
-	if [[ -s $errors ]]; then echo '```'; cat "$errors"; echo '```'; else echo "Nothing: the tree compiles against $version."; fi
+	if [[ ${failed[*]} == pin ]]; then
+		echo "Not compiled: the pins failed."
+	elif [[ -s $errors ]]; then echo '```'; cat "$errors"; echo '```'; else echo "Nothing: the tree compiles against $version."; fi
 	echo
 	echo "Each API change the tree absorbs is a file pair named after its release (lines/README.md); today:"
 	echo
@@ -251,7 +266,7 @@ old_flags="-modfile=$work/saved/${gomods[0]}"
 	echo
 	for log in "$work"/*.log; do
 		name=$(basename "$log" .log)
-		case $name in pin | coredns | etcd) continue ;; esac
+		case $name in coredns | etcd) continue ;; esac
 		if [[ " ${failed[*]} " == *" $name "* ]]; then echo "- $name: failed"; else echo "- $name: passed"; fi
 	done
 } > "$report"
