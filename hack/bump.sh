@@ -91,7 +91,7 @@ echo "bump: line $line ($mode) from $old to $version" >&2
 
 # What upstream has, read from its source.
 plugins() { # the recommended admission plugin order
-	awk '/^var AllOrderedPlugins = /{on=1; next} on && /^}/{exit} on && /PluginName,/{ sub(/.*\/\/ */, ""); print }' "$1/pkg/kubeapiserver/options/plugins.go"
+	awk '/^var AllOrderedPlugins = /{on=1; next} on && /^}/{exit} on && /PluginName,/{ sub(/.*\/\/ */, ""); sub(/[;,. ].*/, ""); print }' "$1/pkg/kubeapiserver/options/plugins.go"
 }
 conformance_count() {
 	grep -c '^- testname:' "$1/test/conformance/testdata/conformance.yaml" || true
@@ -257,7 +257,7 @@ old_flags="-modfile=$work/saved/${gomods[0]}"
 	echo
 	git ls-files '*_k8s1.*.go' '*_before_k8s1.*.go' | sed 's/^/- /'
 	echo
-	echo "## Pinned"
+	if [[ ${failed[*]} == pin ]]; then echo "## What the bump would pin"; else echo "## Pinned"; fi
 	echo
 	echo "- k8s.io/kubernetes $version and its staging modules at v0.${version#v1.}"
 	echo "- CoreDNS $coredns_want, etcd $etcd_want (kubeadm's)"
