@@ -123,7 +123,6 @@ if [[ $mode == main-minor ]]; then
 		cp "$d/go.mod" "$d/go.sum" "lines/$main/$d/"
 	done
 	{ grep '^#' lines/supported; echo "$main"; grep -v '^#' lines/supported; } > lines/supported.tmp && mv lines/supported.tmp lines/supported
-	touched+=("lines/$main")
 fi
 pin_log=$work/pin.log
 if [[ $mode == line-patch ]]; then
@@ -285,6 +284,8 @@ if [[ -n ${BUMP_NO_COMMIT:-} ]]; then
 	echo "bump: the gate passed; the changes are left uncommitted (BUMP_NO_COMMIT)" >&2
 	exit 0
 fi
-git add -A -- "${touched[@]}"
+new_line=()
+[[ $mode != main-minor ]] || new_line=("lines/$main")
+git add -A -- "${touched[@]}" "${new_line[@]}"
 git commit -q -m "bump: line $line from $old to $version (make bump; gate passed, $out/$version.md)"
 echo "bump: the gate passed; committed $(git rev-parse --short HEAD)" >&2
