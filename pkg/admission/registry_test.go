@@ -12,96 +12,70 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 )
 
+// upstreamOrder137 is v1.37.2's AllOrderedPlugins.
+var upstreamOrder137 = []string{
+	"AlwaysAdmit",
+	"NamespaceAutoProvision",
+	"NamespaceLifecycle",
+	"NamespaceExists",
+	"LimitPodHardAntiAffinityTopology",
+	"LimitRanger",
+	"ServiceAccount",
+	"NodeRestriction",
+	"TaintNodesByCondition",
+	"AlwaysPullImages",
+	"ImagePolicyWebhook",
+	"PodSecurity",
+	"PodNodeSelector",
+	"Priority",
+	"DefaultTolerationSeconds",
+	"PodTolerationRestriction",
+	"EventRateLimit",
+	"ExtendedResourceToleration",
+	"DefaultStorageClass",
+	"StorageObjectInUseProtection",
+	"PodGroupProtection",
+	"OwnerReferencesPermissionEnforcement",
+	"PersistentVolumeClaimResize",
+	"RuntimeClass",
+	"CertificateApproval",
+	"CertificateSigning",
+	"ClusterTrustBundleAttest",
+	"CertificateSubjectRestriction",
+	"DefaultIngressClass",
+	"DenyServiceExternalIPs",
+	"PodTopologyLabels",
+	"NodeDeclaredFeatureValidator",
+	"PodResizeValidator",
+	"MutatingAdmissionPolicy",
+	"MutatingAdmissionWebhook",
+	"ValidatingAdmissionPolicy",
+	"ValidatingAdmissionWebhook",
+	"ResourceQuota",
+	"AlwaysDeny",
+}
+
+// insertedAfter returns order with each (anchor, name) pair's name inserted
+// right after its anchor.
+func insertedAfter(order []string, pairs ...string) []string {
+	out := slices.Clone(order)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		at := slices.Index(out, pairs[i])
+		out = slices.Insert(out, at+1, pairs[i+1])
+	}
+	return out
+}
+
 // upstreamOrders is kube-apiserver's recommended plugin order on each
 // supported line (lines/README.md), as we expect it. When a Kubernetes bump
 // changes upstream's list, the drift test fails and this list, the
 // placements and the controllers table are reviewed; a new line needs its
 // entry.
 var upstreamOrders = map[string][]string{
-	"1.37": {
-		"AlwaysAdmit",
-		"NamespaceAutoProvision",
-		"NamespaceLifecycle",
-		"NamespaceExists",
-		"LimitPodHardAntiAffinityTopology",
-		"LimitRanger",
-		"ServiceAccount",
-		"NodeRestriction",
-		"TaintNodesByCondition",
-		"AlwaysPullImages",
-		"ImagePolicyWebhook",
-		"PodSecurity",
-		"PodNodeSelector",
-		"Priority",
-		"DefaultTolerationSeconds",
-		"PodTolerationRestriction",
-		"EventRateLimit",
-		"ExtendedResourceToleration",
-		"DefaultStorageClass",
-		"StorageObjectInUseProtection",
-		"PodGroupProtection",
-		"OwnerReferencesPermissionEnforcement",
-		"PersistentVolumeClaimResize",
-		"RuntimeClass",
-		"CertificateApproval",
-		"CertificateSigning",
-		"ClusterTrustBundleAttest",
-		"CertificateSubjectRestriction",
-		"DefaultIngressClass",
-		"DenyServiceExternalIPs",
-		"PodTopologyLabels",
-		"NodeDeclaredFeatureValidator",
-		"PodResizeValidator",
-		"MutatingAdmissionPolicy",
-		"MutatingAdmissionWebhook",
-		"ValidatingAdmissionPolicy",
-		"ValidatingAdmissionWebhook",
-		"ResourceQuota",
-		"AlwaysDeny",
-	},
-	"1.36": {
-		"AlwaysAdmit",
-		"NamespaceAutoProvision",
-		"NamespaceLifecycle",
-		"NamespaceExists",
-		"LimitPodHardAntiAffinityTopology",
-		"LimitRanger",
-		"ServiceAccount",
-		"NodeRestriction",
-		"TaintNodesByCondition",
-		"AlwaysPullImages",
-		"ImagePolicyWebhook",
-		"PodSecurity",
-		"PodNodeSelector",
-		"Priority",
-		"DefaultTolerationSeconds",
-		"PodTolerationRestriction",
-		"EventRateLimit",
-		"ExtendedResourceToleration",
-		"DefaultStorageClass",
-		"StorageObjectInUseProtection",
-		"PodGroupProtection",
-		"OwnerReferencesPermissionEnforcement",
-		"PersistentVolumeClaimResize",
-		"RuntimeClass",
-		"CertificateApproval",
-		"CertificateSigning",
-		"ClusterTrustBundleAttest",
-		"CertificateSubjectRestriction",
-		"DefaultIngressClass",
-		"DenyServiceExternalIPs",
-		"PodTopologyLabels",
-		"PodGroupWorkloadExists",
-		"NodeDeclaredFeatureValidator",
-		"JobValidation",
-		"PodResizeValidator",
-		"MutatingAdmissionPolicy",
-		"MutatingAdmissionWebhook",
-		"ValidatingAdmissionPolicy",
-		"ValidatingAdmissionWebhook",
-		"ResourceQuota",
-		"AlwaysDeny",
-	},
+	"1.37": upstreamOrder137,
+	// v1.36 had the two plugins v1.37 removed, each right after the one named.
+	"1.36": insertedAfter(upstreamOrder137, "PodTopologyLabels", "PodGroupWorkloadExists",
+		"NodeDeclaredFeatureValidator", "JobValidation"),
 }
 
 // upstreamOrder is the order of the line under test.
