@@ -84,7 +84,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance test test-conformance test-unit test-e2e test-release test-ha test-node test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance test test-conformance test-unit test-e2e test-release test-ha test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -356,7 +356,7 @@ test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/image ## make relea
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestRelease' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
-test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C.
+test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C (make test-upgrade: kubeadm upgrade).
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-node: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
@@ -369,9 +369,28 @@ test-e2e-images: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-
 
 # kubeadm's kube-controller-manager, kube-scheduler and etcd images, from our
 # builds of them, for a real `kubeadm init` (the apiserver's is `make image`).
-control-plane-images: $(addprefix $(BIN)/,kube-controller-manager kube-scheduler etcd) node-images
-	$(BIN)/nodeimages -out $(NODE_IMAGES_DIR) -bin $(BIN) -kubernetes "$(KUBERNETES_DIR)" \
+control-plane-images: $(addprefix $(BIN)/,kube-apiserver-upstream kube-controller-manager kube-scheduler etcd nodeimages)
+	$(BIN)/nodeimages -out $(NODE_IMAGES_DIR) -bin $(BIN) \
 		-control-plane -kubernetes-version $$($(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+
+# >>> upgrade: a real `kubeadm upgrade apply` from the newest older line to
+# main's (docs/kubeadm.md). The older line's kubeadm, kubelet and images
+# make the cluster; main's kubeadm upgrades it and main's kubelet replaces
+# the old one.
+UPGRADE_FROM ?= $(firstword $(OLDER_LINES))
+UPGRADE_FROM_OUT = _output/lines/$(UPGRADE_FROM)
+test-upgrade: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) node-deps control-plane-images image ## kubeadm upgrade apply for real, as root: Turnstile with PodSecurityPolicy, and vanilla, from the older line (v1.36.5) to Turnstile v1.37.2.
+	if [[ $$(id -u) -ne 0 ]]; then echo "test-upgrade: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
+	[[ "$(LINE)" == "$(MAIN_LINE)" && -n "$(UPGRADE_FROM)" ]] || { echo "test-upgrade: upgrades from an older line (lines/supported: '$(OLDER_LINES)') to main's ($(MAIN_LINE)); LINE=$(LINE)" >&2; exit 2; }
+	$(MAKE) --no-print-directory LINE=$(UPGRADE_FROM) image control-plane-images $(addprefix $(UPGRADE_FROM_OUT)/bin/,kubeadm kubelet kube-proxy)
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
+	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
+	TURNSTILE_UPGRADE_FROM_VERSION=$$(hack/line.sh version $(UPGRADE_FROM)) \
+	TURNSTILE_UPGRADE_FROM_BIN=$(CURDIR)/$(UPGRADE_FROM_OUT)/bin \
+	TURNSTILE_UPGRADE_FROM_IMAGES=$(CURDIR)/$(UPGRADE_FROM_OUT)/images/node \
+	TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(UPGRADE_FROM_OUT)/images/kube-apiserver-*.tar | head -1) \
+		$(GO) test -count=1 -timeout 40m -v -run '^TestKubeadmUpgradeForReal$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+# <<< upgrade
 
 # What test-ha runs: three kubeadm nodes, each an etcd member and an apiserver.
 HA_TOOLS := etcd kube-apiserver-upstream kubeadm

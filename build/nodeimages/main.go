@@ -12,8 +12,9 @@
 // mmdebstrap), with -bin's busybox-sh as /bin/sh; agnhost adds Debian's
 // bash-static.
 //
-// With -control-plane it also writes kubeadm's control-plane images
-// (oci.ControlPlaneImages); with -e2e, the rest of the images upstream's e2e
+// With -control-plane it writes kubeadm's control-plane images
+// (oci.ControlPlaneImages) instead, from the binaries in -bin, upstream's
+// kube-apiserver being kube-apiserver-upstream there; with -e2e, the rest of the images upstream's e2e
 // framework runs (oci.E2EImages) into one archive, on a Debian root file
 // system that mmdebstrap makes from Debian's packages (make e2e-images).
 //
@@ -66,7 +67,7 @@ func main() {
 	busybox := flag.String("busybox", "", "a static busybox; empty for Debian trixie's busybox-static (1.37, upstream's e2e busybox version), fetched into -out with mmdebstrap")
 	bash := flag.String("bash", "/bin/bash-static", "a static bash for the agnhost image (Debian's bash-static)")
 	version := flag.String("kubernetes-version", "", "with -control-plane, the version kubeadm names the control-plane images after (v1.36.3)")
-	controlPlane := flag.Bool("control-plane", false, "also write kubeadm's kube-controller-manager, kube-scheduler and etcd images from the binaries in -bin")
+	controlPlane := flag.Bool("control-plane", false, "write kubeadm's kube-apiserver (from kube-apiserver-upstream), kube-controller-manager, kube-scheduler and etcd images from the binaries in -bin instead")
 	e2e := flag.Bool("e2e", false, "write the rest of the e2e framework's images instead, into -out/"+oci.E2EImageArchive+" (needs mmdebstrap and Debian's package mirror)")
 	flag.Parse()
 	if !*controlPlane {
@@ -87,20 +88,22 @@ func main() {
 	}
 }
 
+// run writes the node images, or with controlPlaneVersion set the
+// control plane's.
 func run(w io.Writer, out, bin, kubernetes, busybox, bash, controlPlaneVersion string) error {
+	if controlPlaneVersion != "" {
+		specs, err := controlPlaneSpecs(bin, controlPlaneVersion)
+		if err != nil {
+			return err
+		}
+		return buildAll(w, out, specs)
+	}
 	if kubernetes == "" {
 		return fmt.Errorf("-kubernetes is required: the k8s.io/kubernetes module's directory")
 	}
 	specs, err := specs(w, out, bin, kubernetes, busybox, bash)
 	if err != nil {
 		return err
-	}
-	if controlPlaneVersion != "" {
-		cp, err := controlPlaneSpecs(bin, controlPlaneVersion)
-		if err != nil {
-			return err
-		}
-		specs = append(specs, cp...)
 	}
 	return buildAll(w, out, specs)
 }
@@ -322,13 +325,17 @@ func agnhostEntries(bin, kubernetes string) []oci.Entry {
 var agnhostConfig = oci.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: []string{envPath},
 	ExposedPorts: []string{"80/tcp", "8080/tcp", "8081/tcp", "9376/tcp", "5000/tcp"}, Created: created}
 
-// controlPlaneSpecs are kubeadm's control-plane images other than the
-// apiserver: each binary FROM scratch in /usr/local/bin, on the PATH, as
-// kubeadm's static pods call it by name.
+// controlPlaneSpecs are kubeadm's control-plane images: each binary FROM
+// scratch in /usr/local/bin, on the PATH, as kubeadm's static pods call it
+// by name. Upstream's kube-apiserver is kube-apiserver-upstream in bin,
+// next to ours.
 func controlPlaneSpecs(bin, version string) ([]spec, error) {
 	var out []spec
 	for _, img := range oci.ControlPlaneImages(version) {
 		binary := filepath.Join(bin, img.Name)
+		if img.Name == "kube-apiserver" {
+			binary = filepath.Join(bin, "kube-apiserver-upstream")
+		}
 		if _, err := os.Stat(binary); err != nil {
 			return nil, fmt.Errorf("%w (make tools builds it)", err)
 		}

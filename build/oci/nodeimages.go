@@ -104,15 +104,17 @@ func E2EImages() []NodeImage {
 	}
 }
 
-// ControlPlaneImages are the images `kubeadm init` runs as static pods
-// next to the kube-apiserver (`make image` builds ours): upstream's
+// ControlPlaneImages are the images `kubeadm init` and `kubeadm upgrade`
+// run as static pods, under the names kubeadm gives them for
+// kubernetesVersion (for example v1.37.2): upstream's kube-apiserver,
 // kube-controller-manager, kube-scheduler and etcd, built from go.mod's
-// tool lines, under the names kubeadm gives them for kubernetesVersion
-// (for example v1.36.3), FROM scratch with the binary in /usr/local/bin as
-// upstream's images hold it.
+// tool lines, FROM scratch with the binary in /usr/local/bin as upstream's
+// images hold it. Ours (make image) replaces the kube-apiserver by a
+// kubeadm patch; upstream's is there for a vanilla control plane.
 func ControlPlaneImages(kubernetesVersion string) []NodeImage {
 	tag := kubeadmutil.KubernetesVersionToImageTag(kubernetesVersion)
 	return []NodeImage{
+		{Name: "kube-apiserver", Tags: []string{"registry.k8s.io/kube-apiserver:" + tag}, Tarball: "kube-apiserver.tar"},
 		{Name: "kube-controller-manager", Tags: []string{"registry.k8s.io/kube-controller-manager:" + tag}, Tarball: "kube-controller-manager.tar"},
 		{Name: "kube-scheduler", Tags: []string{"registry.k8s.io/kube-scheduler:" + tag}, Tarball: "kube-scheduler.tar"},
 		{Name: "etcd", Tags: []string{"registry.k8s.io/etcd:" + kubeadmconstants.DefaultEtcdVersion}, Tarball: "etcd.tar"},

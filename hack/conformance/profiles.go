@@ -45,7 +45,7 @@ var allCompatible = []string{
 }
 
 // impact are the controllers that refuse conformant workloads by design,
-// and two whose own runs pass all 446 but that all-compatible has not run
+// and two whose own runs pass every spec but that all-compatible has not run
 // with yet: AlwaysPullImages (its nodes pull from the run's registry) and
 // NamespaceAutoProvision, which creates the namespace of any namespaced
 // create, beside all-compatible's NamespaceExists. Each impact profile is `default` with

@@ -39,7 +39,8 @@ type Config struct {
 	// Dir is the local cluster's state directory; the nodes keep theirs
 	// under Dir/nodes, their logs under Dir/logs.
 	Dir string
-	// Bin holds kubelet and kube-proxy.
+	// Bin holds kubelet and kube-proxy, and kubeadm for a kubeadm host
+	// (UseBin replaces it).
 	Bin string
 	// Images are image tarballs to import into every node's containerd,
 	// which the nodes' registry also serves.
@@ -130,6 +131,19 @@ func Prepare(cfg Config) (*Cluster, error) {
 		return nil, errors.Join(err, c.Remove())
 	}
 	return c, nil
+}
+
+// UseBin has the nodes run kubeadm and the kubelet from bin from now on,
+// as a package upgrade replaces them on a host: the kubeadm of a node's
+// next command, the kubelet of its next (re)start (Node.RestartKubelet).
+func (c *Cluster) UseBin(bin string) error {
+	for _, b := range []string{"kubeadm", "kubelet"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			return fmt.Errorf("using the binaries in %s: %w", bin, err)
+		}
+	}
+	c.cfg.Bin = bin
+	return nil
 }
 
 func (c *Cluster) bridge() string { return fmt.Sprintf("tsl%d", c.id) }

@@ -115,7 +115,7 @@ networking:
 apiServer:
   extraArgs:
   - name: enable-admission-plugins
-    value: NodeRestriction,DenyExecOnPrivileged
+    value: {{.AdmissionPlugins}}
 ---
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -133,41 +133,41 @@ evictionHard:
   imagefs.available: 5%
 `))
 
-// KubeadmInit runs `kubeadm init` on the node, with the kube-apiserver
-// image apiserverImage patched into its static pod (docs/kubeadm.md, 2b).
-// The kubelet is started once kubeadm has written its configuration, as
+// KubeadmInit runs `kubeadm init` on the node for kubernetesVersion, with
+// admissionPlugins as --enable-admission-plugins, and apiserverImage
+// patched into the kube-apiserver's static pod (docs/kubeadm.md, 2b); an
+// empty apiserverImage keeps the image kubeadm names, upstream's. The
+// kubelet is started once kubeadm has written its configuration, as
 // systemd would start it; kube-proxy and CoreDNS are left out (their
 // addons need a kube-proxy image, which is not built). It returns
 // kubeadm's output.
-func (n *Node) KubeadmInit(ctx context.Context, kubernetesVersion, apiserverImage string) (string, error) {
+func (n *Node) KubeadmInit(ctx context.Context, kubernetesVersion, apiserverImage string, admissionPlugins []string) (string, error) {
 	c := n.cluster
 	var cfg bytes.Buffer
 	if err := kubeadmConfig.Execute(&cfg, map[string]string{
 		"IP": n.IP.String(), "Name": n.Name, "Socket": n.Socket(), "Version": kubernetesVersion,
 		"Pods": c.cfg.Layout.Pods.String(), "Services": c.cfg.Layout.Services.String(), "CgroupRoot": n.CgroupRoot(),
-		"ResolvConf": filepath.Join(n.dir(), "resolv.conf"), "Patches": filepath.Join(n.dir(), "patches"),
+		"ResolvConf": filepath.Join(n.dir(), "resolv.conf"), "Patches": n.patchesDir(),
+		"AdmissionPlugins": strings.Join(admissionPlugins, ","),
 	}); err != nil {
 		return "", err
 	}
 	// kubeadm's own inputs stay out of /etc/kubernetes, where `kubeadm
 	// reset` is checked to leave nothing.
 	config := filepath.Join(n.dir(), "kubeadm.yaml")
-	patches := filepath.Join(n.dir(), "patches")
-	if err := os.MkdirAll(patches, 0o700); err != nil {
+	if err := n.writePatches(apiserverImage); err != nil {
 		return "", err
 	}
 	files := map[string]string{
-		config: cfg.String(),
-		filepath.Join(patches, "kube-apiserver+strategic.yaml"): fmt.Sprintf("spec:\n  containers:\n  - name: kube-apiserver\n    image: %s\n", apiserverImage),
-		filepath.Join(n.dir(), "resolv.conf"):                   "nameserver " + c.cfg.Layout.DNS().String() + "\n",
+		config:                                cfg.String(),
+		filepath.Join(n.dir(), "resolv.conf"): "nameserver " + c.cfg.Layout.DNS().String() + "\n",
 	}
 	for path, content := range files {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			return "", err
 		}
 	}
-	args := append(n.enter(), filepath.Join(c.cfg.Bin, "kubeadm"), "init", "--config="+config, "--v=1")
-	kubeadm := exec.CommandContext(ctx, args[0], args[1:]...)
+	kubeadm := n.kubeadm(ctx, "init", "--config="+config, "--v=1")
 	var out bytes.Buffer
 	kubeadm.Stdout, kubeadm.Stderr = &out, &out
 	if err := kubeadm.Start(); err != nil {
@@ -175,7 +175,6 @@ func (n *Node) KubeadmInit(ctx context.Context, kubernetesVersion, apiserverImag
 	}
 	done := make(chan error, 1)
 	go func() { done <- kubeadm.Wait() }()
-	flags := filepath.Join(n.dir(), kubeadmPaths["/var/lib/kubelet"], "kubeadm-flags.env")
 	kubeletStarted := false
 	for {
 		select {
@@ -184,7 +183,7 @@ func (n *Node) KubeadmInit(ctx context.Context, kubernetesVersion, apiserverImag
 				return out.String(), fmt.Errorf("kubeadm init: %w", err)
 			}
 			if !kubeletStarted {
-				return out.String(), fmt.Errorf("kubeadm init ended without writing %s", flags)
+				return out.String(), fmt.Errorf("kubeadm init ended without writing %s", n.kubeadmFlagsFile())
 			}
 			return out.String(), nil
 		case <-time.After(250 * time.Millisecond):
@@ -192,23 +191,133 @@ func (n *Node) KubeadmInit(ctx context.Context, kubernetesVersion, apiserverImag
 		if kubeletStarted {
 			continue
 		}
-		env, err := os.ReadFile(flags)
-		if err != nil {
+		if _, err := os.Stat(n.kubeadmFlagsFile()); err != nil {
 			continue
 		}
-		args, err := kubeadmFlags(string(env))
-		if err != nil {
-			return out.String(), err
-		}
-		if _, err := n.startProcess("kubelet", filepath.Join(c.cfg.Bin, "kubelet"), append([]string{
-			"--config=/var/lib/kubelet/config.yaml",
-			"--kubeconfig=/etc/kubernetes/kubelet.conf",
-			"--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
-		}, args...)...); err != nil {
+		if err := n.startKubeadmKubelet(); err != nil {
 			return out.String(), err
 		}
 		kubeletStarted = true
 	}
+}
+
+// kubeadm is the command of the kubeadm in the cluster's Bin, inside the
+// node, with Bin first on the PATH: kubeadm's preflight asks the kubelet
+// on the PATH for its version, as it finds it on a host.
+func (n *Node) kubeadm(ctx context.Context, args ...string) *exec.Cmd {
+	bin := n.cluster.cfg.Bin
+	command := append(n.enter(), filepath.Join(bin, "kubeadm"))
+	cmd := exec.CommandContext(ctx, command[0], append(command[1:], args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return cmd
+}
+
+// patchesDir holds the kubeadm patches of the node's control plane.
+func (n *Node) patchesDir() string { return filepath.Join(n.dir(), "patches") }
+
+// writePatches writes the patch that runs apiserverImage as the
+// kube-apiserver, or removes it when apiserverImage is empty.
+func (n *Node) writePatches(apiserverImage string) error {
+	if err := os.MkdirAll(n.patchesDir(), 0o700); err != nil {
+		return err
+	}
+	patch := filepath.Join(n.patchesDir(), "kube-apiserver+strategic.yaml")
+	if apiserverImage == "" {
+		if err := os.Remove(patch); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	return os.WriteFile(patch, []byte(fmt.Sprintf("spec:\n  containers:\n  - name: kube-apiserver\n    image: %s\n", apiserverImage)), 0o600)
+}
+
+// kubeadmUpgradeConfig is `kubeadm upgrade apply`'s configuration: the
+// target version, the patches init used (so that the apiserver's image
+// can change with the version), and images never pulled. Three preflight
+// errors are ignored (init ignores all of its checks instead):
+// SystemVerification, because this machine kind has cgroup v1, which
+// kubeadm refuses unless told, even with the kubelet's FailCgroupV1 false;
+// and the two CoreDNS migration checks, which fail, finding no CoreDNS
+// version, when the CoreDNS addon was never installed (kubeadm v1.37 runs
+// them even when the ClusterConfiguration says dns.disabled).
+var kubeadmUpgradeConfig = template.Must(template.New("kubeadm-upgrade.yaml").Parse(`apiVersion: kubeadm.k8s.io/v1beta4
+kind: UpgradeConfiguration
+apply:
+  kubernetesVersion: {{.Version}}
+  imagePullPolicy: Never
+  ignorePreflightErrors: [SystemVerification, CoreDNSUnsupportedPlugins, CoreDNSMigration]
+  patches:
+    directory: {{.Patches}}
+`))
+
+// KubeadmUpgradeApply runs `kubeadm upgrade apply` on the node with the
+// kubeadm in the cluster's Bin (UseBin), to kubernetesVersion, with
+// apiserverImage as the new kube-apiserver image (empty: kubeadm's own).
+// The cluster's configuration is the one kubeadm keeps in the
+// kubeadm-config ConfigMap. It returns kubeadm's output.
+func (n *Node) KubeadmUpgradeApply(ctx context.Context, kubernetesVersion, apiserverImage string) (string, error) {
+	var cfg bytes.Buffer
+	if err := kubeadmUpgradeConfig.Execute(&cfg, map[string]string{"Version": kubernetesVersion, "Patches": n.patchesDir()}); err != nil {
+		return "", err
+	}
+	config := filepath.Join(n.dir(), "kubeadm-upgrade.yaml")
+	if err := os.WriteFile(config, cfg.Bytes(), 0o600); err != nil {
+		return "", err
+	}
+	if err := n.writePatches(apiserverImage); err != nil {
+		return "", err
+	}
+	out, err := n.kubeadm(ctx, "upgrade", "apply", "--config="+config, "--yes", "--v=1").CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubeadm upgrade apply: %w", err)
+	}
+	return string(out), nil
+}
+
+// RestartKubelet stops the node's kubelet and starts the one in the
+// cluster's Bin with kubeadm's flags, as `systemctl restart kubelet`
+// after a package upgrade. Running containers are left as they are.
+func (n *Node) RestartKubelet() error {
+	if err := n.stopKubelet(); err != nil {
+		return err
+	}
+	return n.startKubeadmKubelet()
+}
+
+// kubeadmFlagsFile is where kubeadm writes the kubelet's flags.
+func (n *Node) kubeadmFlagsFile() string {
+	return filepath.Join(n.dir(), kubeadmPaths["/var/lib/kubelet"], "kubeadm-flags.env")
+}
+
+// startKubeadmKubelet starts the kubelet with kubeadm's configuration and
+// flags, as kubeadm's systemd drop-in does.
+func (n *Node) startKubeadmKubelet() error {
+	env, err := os.ReadFile(n.kubeadmFlagsFile())
+	if err != nil {
+		return err
+	}
+	args, err := kubeadmFlags(string(env))
+	if err != nil {
+		return err
+	}
+	_, err = n.startProcess("kubelet", filepath.Join(n.cluster.cfg.Bin, "kubelet"), append([]string{
+		"--config=/var/lib/kubelet/config.yaml",
+		"--kubeconfig=/etc/kubernetes/kubelet.conf",
+		"--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+	}, args...)...)
+	return err
+}
+
+// stopKubelet stops the node's running kubelet.
+func (n *Node) stopKubelet() error {
+	for _, p := range n.procs {
+		if strings.HasSuffix(p.Name, " kubelet") {
+			if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil && !process.EndedBy(err, syscall.SIGTERM) {
+				return fmt.Errorf("stopping the kubelet: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // kubeadmFlags reads KUBELET_KUBEADM_ARGS from kubeadm's
@@ -223,17 +332,13 @@ func kubeadmFlags(env string) ([]string, error) {
 }
 
 // KubeadmReset stops the kubelet and runs `kubeadm reset`, which removes
-// the static pods' containers and what kubeadm wrote.
+// the static pods' containers and what kubeadm wrote, the backups `kubeadm
+// upgrade` keeps in /etc/kubernetes/tmp among them (--cleanup-tmp-dir).
 func (n *Node) KubeadmReset(ctx context.Context) (string, error) {
-	for _, p := range n.procs {
-		if strings.HasSuffix(p.Name, " kubelet") {
-			if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil && !process.EndedBy(err, syscall.SIGTERM) {
-				return "", fmt.Errorf("stopping the kubelet: %w", err)
-			}
-		}
+	if err := n.stopKubelet(); err != nil {
+		return "", err
 	}
-	args := append(n.enter(), filepath.Join(n.cluster.cfg.Bin, "kubeadm"), "reset", "--force", "--cri-socket=unix://"+n.Socket(), "--v=1")
-	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	out, err := n.kubeadm(ctx, "reset", "--force", "--cleanup-tmp-dir", "--cri-socket=unix://"+n.Socket(), "--v=1").CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("kubeadm reset: %w", err)
 	}

@@ -164,7 +164,7 @@ func sameFile(t *testing.T, a, b string) bool {
 	return errA == nil && errB == nil && bytes.Equal(da, db)
 }
 
-func keys(m map[string][]byte) []string {
+func keys[V any](m map[string]V) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)

@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+// kubeadmHost is a real node on which `kubeadm init` made the control
+// plane (localnode's kubeadm host), with kubeadm's admin.conf as the
+// client. TestKubeadmInitForReal and TestKubeadmUpgradeForReal use it.
+type kubeadmHost struct {
+	cluster *localnode.Cluster
+	node    *localnode.Node
+	dir     string
+	// kubectl is the kubectl the test runs, main's.
+	kubectl string
+	admin   string
+	config  *rest.Config
+	client  kubernetes.Interface
+	before  map[string]string
+	removed bool
+}
+
+// kubeadmHostImages are the image tarballs a kubeadm host imports: the
+// node images, and the control-plane images in each of controlPlaneDirs
+// (make control-plane-images), and each of extra (make image).
+func kubeadmHostImages(nodeImages string, controlPlaneDirs []string, extra ...string) []string {
+	var tarballs []string
+	for _, img := range oci.NodeImages() {
+		tarballs = append(tarballs, filepath.Join(nodeImages, img.Tarball))
+	}
+	for _, dir := range controlPlaneDirs {
+		// The tarballs' names do not depend on the version.
+		for _, img := range oci.ControlPlaneImages("v0.0.0") {
+			tarballs = append(tarballs, filepath.Join(dir, img.Tarball))
+		}
+	}
+	return append(tarballs, extra...)
+}
+
+// imageName is the name of the one image in a docker-archive tarball.
+func imageName(t *testing.T, path string) string {
+	t.Helper()
+	manifest, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(path) })
+	if err != nil || len(manifest) != 1 || len(manifest[0].RepoTags) == 0 {
+		t.Fatalf("reading %s's manifest: %v, %+v", path, err, manifest)
+	}
+	return manifest[0].RepoTags[0]
+}
+
+// newKubeadmHost runs `kubeadm init` for version on a new node that runs
+// kubeadm and the kubelet from bin and has images imported, with
+// apiserverImage as the kube-apiserver (empty: upstream's, as kubeadm
+// names it) and admissionPlugins enabled, and waits for the node to be
+// Ready. Whatever fails, the node is removed when the test ends; reset
+// checks that kubeadm reset and the removal leave the host as it was.
+func newKubeadmHost(t *testing.T, bin string, images []string, version, apiserverImage string, admissionPlugins []string) *kubeadmHost {
+	t.Helper()
+	kubectl, err := framework.Binary("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &kubeadmHost{kubectl: kubectl, before: hostSnapshot(t)}
+	// Not t.TempDir(): a subtest's name would make the kubelet's socket
+	// paths longer than a unix socket's 107 bytes.
+	if h.dir, err = os.MkdirTemp("", "kubeadm-host-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(h.dir) })
+	layout, err := localnode.ChooseLayout(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cluster, err = localnode.Prepare(localnode.Config{Dir: h.dir, Bin: bin, Images: images, Nodes: 1, Layout: layout,
+		Progress: func(format string, args ...any) { t.Logf(format, args...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !h.removed {
+			h.remove(t)
+		}
+	})
+	ctx := t.Context()
+	if h.node, err = h.cluster.StartKubeadmHost(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.node.KubeadmInit(ctx, version, apiserverImage, admissionPlugins)
+	if err != nil || !strings.Contains(out, "Your Kubernetes control-plane has initialized successfully!") {
+		t.Fatalf("kubeadm init: %v\n%s\nlogs: %s", err, out, tailLogs(h.dir))
+	}
+	t.Logf("kubeadm init %s succeeded:\n%s", version, lastLines(out, 12))
+	h.admin = filepath.Join(h.node.KubeadmDir(), "admin.conf")
+	if h.config, err = clientcmd.BuildConfigFromFlags("", h.admin); err != nil {
+		t.Fatal(err)
+	}
+	h.client = kubernetes.NewForConfigOrDie(h.config)
+	if err := h.node.WaitNetwork(ctx, h.client); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// run runs kubectl with admin.conf.
+func (h *kubeadmHost) run(args ...string) (string, error) {
+	out, err := exec.Command(h.kubectl, append([]string{"--kubeconfig", h.admin}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// must runs kubectl with admin.conf and stops t when it fails.
+func (h *kubeadmHost) must(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := h.run(args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// waitStaticPods waits for the mirror pods of the four control-plane
+// static pods to be Ready and to run the image images names for their
+// component (any image for a component it does not name), and returns
+// them by component. The kubelet creates each mirror pod once the
+// apiserver answers and admits it, which can be after kubeadm returns, and
+// its status follows the kubelet's next sync.
+func (h *kubeadmHost) waitStaticPods(t *testing.T, images map[string]string) map[string]*corev1.Pod {
+	t.Helper()
+	pods := map[string]*corev1.Pod{}
+	for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
+		var pod *corev1.Pod
+		err := wait.PollUntilContextTimeout(t.Context(), time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := h.client.CoreV1().Pods("kube-system").Get(ctx, component+"-"+h.node.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			pod = p
+			want := images[component]
+			return podReady(p) && (want == "" || p.Spec.Containers[0].Image == want), nil
+		})
+		if err != nil {
+			t.Errorf("%s's static pod is not Ready with image %q after 3 minutes (%v): %+v", component, images[component], err, pod)
+			continue
+		}
+		if pod.Status.Phase != "Running" || pod.Annotations["kubernetes.io/config.source"] != "file" {
+			t.Errorf("%s: phase %s, source %q", pod.Name, pod.Status.Phase, pod.Annotations["kubernetes.io/config.source"])
+		}
+		pods[component] = pod
+	}
+	return pods
+}
+
+// reset runs `kubeadm reset`, removes the node and checks that the host
+// is as it was before newKubeadmHost.
+func (h *kubeadmHost) reset(t *testing.T) {
+	t.Helper()
+	out, err := h.node.KubeadmReset(t.Context())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if left := h.node.KubeadmState(); len(left) > 0 {
+		t.Errorf("kubeadm reset left %v", left)
+	}
+	h.remove(t)
+	if left := localnode.Leftovers(os.Getpid(), h.dir); len(left) > 0 {
+		t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))
+	}
+	compareHost(t, h.before, hostSnapshot(t))
+}
+
+func (h *kubeadmHost) remove(t *testing.T) {
+	h.removed = true
+	if err := h.cluster.Stop(); err != nil {
+		t.Errorf("stopping the node: %v", err)
+	}
+	if err := h.cluster.Remove(); err != nil {
+		t.Errorf("removing the node: %v", err)
+	}
+}
