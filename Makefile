@@ -264,14 +264,16 @@ FOCUS   ?=
 SKIP    ?=
 PROCS   ?= 8
 CONFORMANCE_TOOLS := $(LOCAL_TOOLS) kube-apiserver-upstream etcd
+# The line's binaries, images and reports (LINE=1.Y: under _output/lines/1.Y).
+CONFORMANCE_PATHS = -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images $(E2E_IMAGES_DIR)/e2e.tar -containerd $(CONTAINERD_DIR) -out $(OUT)/conformance
 
 conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps e2e-images containerd ## Upstream's conformance suite, as root: PROFILE=all-compatible|default|upstream|impact-<plugin>, FOCUS=, SKIP=; reports in _output/conformance/<profile>.
-	$(BIN)/conformance -profile "$(PROFILE)" -focus "$(FOCUS)" -skip "$(SKIP)" -procs $(PROCS)
+	$(BIN)/conformance -profile "$(PROFILE)" -focus "$(FOCUS)" -skip "$(SKIP)" -procs $(PROCS) $(CONFORMANCE_PATHS)
 
 # make test's tier: the specs hack/conformance/ci-specs.txt names, on
 # all-compatible, with the node images only; parallel specs only.
 test-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps ## make test's conformance tier, as root: the specs hack/conformance/ci-specs.txt names, on all-compatible.
-	$(BIN)/conformance -profile all-compatible -specs hack/conformance/ci-specs.txt -e2e-images "" -containerd "" -passes parallel -out $(OUT)/conformance/ci
+	$(BIN)/conformance -profile all-compatible -specs hack/conformance/ci-specs.txt -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images "" -containerd "" -passes parallel -out $(OUT)/conformance/ci
 
 $(BIN)/e2e.test: FORCE
 	$(call goflags,test/conformance) $(GO) test -C test/conformance -c -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $(CURDIR)/$@ k8s.io/kubernetes/test/e2e
@@ -286,7 +288,7 @@ $(BIN)/ginkgo: FORCE
 CONTAINERD_DIR := $(BIN)/containerd-2
 .PHONY: containerd
 containerd: ## containerd 2.x (containerd, its runc shim, ctr) for the nodes of make conformance, in _output/bin/containerd-2.
-	version=$$(cd build/containerd && $(GO) list -m -f '{{.Version}}' github.com/containerd/containerd/v2); \
+	version=$$(cd build/containerd && $(base_goflags) $(GO) list -m -f '{{.Version}}' github.com/containerd/containerd/v2); \
 	for cmd in containerd containerd-shim-runc-v2 ctr; do \
 		CGO_ENABLED=0 $(base_goflags) $(GO) build -C build/containerd -trimpath -tags no_btrfs,no_devmapper \
 			-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$$version" \
