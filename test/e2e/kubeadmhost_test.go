@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,18 +120,13 @@ func newKubeadmHost(t *testing.T, bin string, images []string, version, apiserve
 
 // run runs kubectl with admin.conf.
 func (h *kubeadmHost) run(args ...string) (string, error) {
-	out, err := exec.Command(h.kubectl, append([]string{"--kubeconfig", h.admin}, args...)...).CombinedOutput()
-	return string(out), err
+	return runKubectl(h.kubectl, h.admin, args...)
 }
 
 // must runs kubectl with admin.conf and stops t when it fails.
 func (h *kubeadmHost) must(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := h.run(args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return mustRunKubectl(t, h.kubectl, h.admin, args...)
 }
 
 // waitStaticPods waits for the mirror pods of the four control-plane

@@ -166,13 +166,25 @@ func startLocalUp(t *testing.T, args ...string) *localUp {
 }
 
 func (lu *localUp) kubectl(args ...string) (string, error) {
-	out, err := exec.Command(filepath.Join(lu.bin, "kubectl"), append([]string{"--kubeconfig", lu.kubeconfig}, args...)...).CombinedOutput()
-	return string(out), err
+	return runKubectl(filepath.Join(lu.bin, "kubectl"), lu.kubeconfig, args...)
 }
 
 func (lu *localUp) mustKubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := lu.kubectl(args...)
+	return mustRunKubectl(t, filepath.Join(lu.bin, "kubectl"), lu.kubeconfig, args...)
+}
+
+// runKubectl runs the kubectl at path with kubeconfig and returns its
+// output, stdout and stderr together.
+func runKubectl(path, kubeconfig string, args ...string) (string, error) {
+	out, err := exec.Command(path, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// mustRunKubectl is runKubectl that stops t when kubectl fails.
+func mustRunKubectl(t *testing.T, path, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := runKubectl(path, kubeconfig, args...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
