@@ -93,10 +93,13 @@ func run(o options) error {
 			return err
 		}
 	}
-	for _, name := range []string{"e2e.test", "ginkgo", "local-up", "kubectl"} {
+	for _, name := range []string{"e2e.test", "ginkgo", "local-up", "kubectl", "kube-apiserver-upstream"} {
 		if _, err := os.Stat(filepath.Join(o.bin, name)); err != nil {
 			return fmt.Errorf("%s is not built (make conformance builds it): %w", name, err)
 		}
+	}
+	if err := sameRelease(o.bin); err != nil {
+		return err
 	}
 	dir := filepath.Join(o.out, p.Name)
 	// A fresh cluster and fresh reports for every run: results must not
@@ -393,4 +396,34 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// sameRelease checks that e2e.test in bin is the release of the control
+// plane's binaries beside it: a suite run against another release's
+// control plane passes or fails for the wrong reasons (make conformance
+// LINE=1.Y once ran main's binaries with the line's suite).
+func sameRelease(bin string) error {
+	suite, err := exec.Command(filepath.Join(bin, "e2e.test"), "--version").Output()
+	if err != nil {
+		return fmt.Errorf("e2e.test --version: %w", err)
+	}
+	server, err := exec.Command(filepath.Join(bin, "kube-apiserver-upstream"), "--version").Output()
+	if err != nil {
+		return fmt.Errorf("kube-apiserver-upstream --version: %w", err)
+	}
+	return compareReleases(string(suite), string(server), bin)
+}
+
+var releaseRE = regexp.MustCompile(`v[0-9]+\.[0-9]+\.[0-9]+`)
+
+// compareReleases compares the releases two --version outputs name.
+func compareReleases(suite, server, bin string) error {
+	s, v := releaseRE.FindString(suite), releaseRE.FindString(server)
+	if s == "" || v == "" {
+		return fmt.Errorf("%s: no release in e2e.test's %q or kube-apiserver-upstream's %q --version", bin, suite, server)
+	}
+	if s != v {
+		return fmt.Errorf("%s: e2e.test is %s but the control plane's binaries are %s: build both from one line (make conformance LINE=1.Y)", bin, s, v)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,23 @@ func TestPassesOf(t *testing.T) {
 		}
 		if !slices.Equal(names, tc.want) {
 			t.Errorf("-passes %q: %v, want %v", tc.passes, names, tc.want)
+		}
+	}
+}
+
+func TestCompareReleases(t *testing.T) {
+	for _, c := range []struct {
+		suite, server, wantErr string
+	}{
+		{"v1.36.5\n", "Kubernetes v1.36.5\n", ""},
+		{"v1.37.2\n", "Kubernetes v1.37.2\n", ""},
+		{"v1.36.5\n", "Kubernetes v1.37.2\n", "e2e.test is v1.36.5 but the control plane's binaries are v1.37.2"},
+		{"v1.37.2\n", "Kubernetes v1.37.1\n", "e2e.test is v1.37.2 but the control plane's binaries are v1.37.1"},
+		{"", "Kubernetes v1.37.2\n", "no release in e2e.test's"},
+	} {
+		err := compareReleases(c.suite, c.server, "bin")
+		if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("compareReleases(%q, %q) = %v, want %q", c.suite, c.server, err, c.wantErr)
 		}
 	}
 }
