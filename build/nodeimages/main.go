@@ -26,6 +26,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/json"
@@ -327,15 +328,11 @@ var agnhostConfig = oci.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"
 
 // controlPlaneSpecs are kubeadm's control-plane images: each binary FROM
 // scratch in /usr/local/bin, on the PATH, as kubeadm's static pods call it
-// by name. Upstream's kube-apiserver is kube-apiserver-upstream in bin,
-// next to ours.
+// by name, from the binary NodeImage.Binary names.
 func controlPlaneSpecs(bin, version string) ([]spec, error) {
 	var out []spec
 	for _, img := range oci.ControlPlaneImages(version) {
-		binary := filepath.Join(bin, img.Name)
-		if img.Name == "kube-apiserver" {
-			binary = filepath.Join(bin, "kube-apiserver-upstream")
-		}
+		binary := filepath.Join(bin, cmp.Or(img.Binary, img.Name))
 		if _, err := os.Stat(binary); err != nil {
 			return nil, fmt.Errorf("%w (make tools builds it)", err)
 		}

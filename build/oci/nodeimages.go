@@ -49,6 +49,9 @@ type NodeImage struct {
 	// Tags holds every name the image has, the main one (PauseImage,
 	// ...) first; its archive holds all of them.
 	Tags []string
+	// Binary, for a control-plane image, is the file in the bin directory
+	// the image holds as /usr/local/bin/<Name>; Name when empty.
+	Binary string
 	// Tarball is the docker-archive's file name in the output directory
 	// (make node-images: _output/images/node), for `ctr -n k8s.io images
 	// import`.
@@ -114,7 +117,7 @@ func E2EImages() []NodeImage {
 func ControlPlaneImages(kubernetesVersion string) []NodeImage {
 	tag := kubeadmutil.KubernetesVersionToImageTag(kubernetesVersion)
 	return []NodeImage{
-		{Name: "kube-apiserver", Tags: []string{"registry.k8s.io/kube-apiserver:" + tag}, Tarball: "kube-apiserver.tar"},
+		{Name: "kube-apiserver", Binary: "kube-apiserver-upstream", Tags: []string{"registry.k8s.io/kube-apiserver:" + tag}, Tarball: "kube-apiserver.tar"},
 		{Name: "kube-controller-manager", Tags: []string{"registry.k8s.io/kube-controller-manager:" + tag}, Tarball: "kube-controller-manager.tar"},
 		{Name: "kube-scheduler", Tags: []string{"registry.k8s.io/kube-scheduler:" + tag}, Tarball: "kube-scheduler.tar"},
 		{Name: "etcd", Tags: []string{"registry.k8s.io/etcd:" + kubeadmconstants.DefaultEtcdVersion}, Tarball: "etcd.tar"},
