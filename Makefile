@@ -79,6 +79,8 @@ E2E_IMAGES ?=
 PORT ?= 6443
 CONTROLLER_MANAGER_PORT ?= 10257
 SCHEDULER_PORT ?= 10259
+# What resets `make run`'s state of this line, as local-up's messages name it.
+CLEAN_LOCAL := \`make clean-local$(if $(filter-out $(MAIN_LINE),$(LINE)), LINE=$(LINE))\`
 # What the nodes run besides Debian's containerd, runc and CNI plugins.
 NODE_TOOLS := kubelet kube-proxy
 comma := ,
@@ -155,7 +157,7 @@ $(BIN)/kwok-stages.yaml: test/scale/go.mod
 # <<< bench-scale
 
 run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images); state in _output/local.
-	$(BIN)/local-up -dir $(OUT)/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) \
+	$(BIN)/local-up -dir $(OUT)/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) -clean-command "$(CLEAN_LOCAL)" \
 		-port $(PORT) -controller-manager-port $(CONTROLLER_MANAGER_PORT) -scheduler-port $(SCHEDULER_PORT) \
 		$(if $(E2E_IMAGES),-e2e-images $(E2E_IMAGES_DIR)/e2e.tar)
 
@@ -358,11 +360,11 @@ test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/image ## make relea
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestRelease' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
-test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C (make test-upgrade: kubeadm upgrade).
+test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C, one state kept with and without nodes (make test-upgrade: kubeadm upgrade).
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-node: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
-		$(GO) test -count=1 -timeout 20m -v -run '^Test(LocalNodes|KubeadmInitForReal)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+		$(GO) test -count=1 -timeout 20m -v -run '^Test(LocalNodes|LocalUpKeepsState|KubeadmInitForReal)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 test-e2e-images: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-deps e2e-images ## The e2e framework's images on a real node, as root: each runs under its name, nothing pulled, and does what the specs use it for.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-e2e-images: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
@@ -381,17 +383,17 @@ control-plane-images: $(addprefix $(BIN)/,kube-apiserver-upstream kube-controlle
 # the old one.
 UPGRADE_FROM ?= $(firstword $(OLDER_LINES))
 UPGRADE_FROM_OUT = _output/lines/$(UPGRADE_FROM)
-test-upgrade: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) node-deps control-plane-images image ## kubeadm upgrade apply for real, as root: Turnstile with PodSecurityPolicy, and vanilla, from the older line (v1.36.5) to Turnstile v1.37.2.
+test-upgrade: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) node-deps control-plane-images image ## kubeadm upgrade apply for real, as root: Turnstile with PodSecurityPolicy, and vanilla, from the older line (v1.36.5) to Turnstile v1.37.2; and make run's state across the two.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-upgrade: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	[[ "$(LINE)" == "$(MAIN_LINE)" && -n "$(UPGRADE_FROM)" ]] || { echo "test-upgrade: upgrades from an older line (lines/supported: '$(OLDER_LINES)') to main's ($(MAIN_LINE)); LINE=$(LINE)" >&2; exit 2; }
-	$(MAKE) --no-print-directory LINE=$(UPGRADE_FROM) image control-plane-images $(addprefix $(UPGRADE_FROM_OUT)/bin/,kubeadm kubelet kube-proxy)
+	$(MAKE) --no-print-directory LINE=$(UPGRADE_FROM) image control-plane-images $(addprefix $(UPGRADE_FROM_OUT)/bin/,kubeadm kubelet kube-proxy local-up kubectl)
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
 	TURNSTILE_UPGRADE_FROM_VERSION=$$(hack/line.sh version $(UPGRADE_FROM)) \
 	TURNSTILE_UPGRADE_FROM_BIN=$(CURDIR)/$(UPGRADE_FROM_OUT)/bin \
 	TURNSTILE_UPGRADE_FROM_IMAGES=$(CURDIR)/$(UPGRADE_FROM_OUT)/images/node \
 	TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(UPGRADE_FROM_OUT)/images/kube-apiserver-*.tar | head -1) \
-		$(GO) test -count=1 -timeout 40m -v -run '^TestKubeadmUpgradeForReal$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+		$(GO) test -count=1 -timeout 40m -v -run '^Test(KubeadmUpgradeForReal|LocalUpAcrossLines)$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 # <<< upgrade
 
 # What test-ha runs: three kubeadm nodes, each an etcd member and an apiserver.

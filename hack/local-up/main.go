@@ -13,14 +13,15 @@
 // the nodes' bridge instead of 127.0.0.1, so that pods reach it.
 //
 // `make run` builds the binaries and calls this. State lives in -dir and is
-// reused by later runs; Ctrl-C stops everything, the nodes first and the
-// apiserver last, and removes what the nodes added to the host.
+// reused by later runs, with or without nodes, on other ports and plugins,
+// and by the next Kubernetes minor (state.go); Ctrl-C stops everything, the
+// nodes first and the apiserver last, removes what the nodes added to the
+// host, and ends the run normally.
 package main
 
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -64,14 +65,16 @@ func main() {
 type options struct {
 	dir, bin, admissionConfig, plugins, images, policies string
 	e2eImages, containerd                                string
-	port, controllerManagerPort, schedulerPort           int
-	nodes                                                int
+	// cleanCommand is what resets dir, as the user would type it.
+	cleanCommand                               string
+	port, controllerManagerPort, schedulerPort int
+	nodes                                      int
 	// upstream runs kube-apiserver-upstream on etcd at etcdPort.
 	upstream               bool
 	etcdPort, etcdPeerPort int
 }
 
-func run() error {
+func run() (runErr error) {
 	var o options
 	flag.StringVar(&o.dir, "dir", "_output/local", "state directory: PKI, kubeconfigs, etcd data, logs")
 	flag.StringVar(&o.bin, "bin", "_output/bin", "directory with kube-apiserver, kube-controller-manager and kube-scheduler")
@@ -86,6 +89,7 @@ func run() error {
 	flag.StringVar(&o.containerd, "containerd", "", "directory with containerd 2's containerd, containerd-shim-runc-v2 and ctr (make containerd: _output/bin/containerd-2) for the nodes to run instead of Debian's containerd 1.6")
 	flag.StringVar(&o.policies, "pod-security-policies", "examples/podsecuritypolicy", "comma-separated files or directories of PodSecurityPolicies and their grants, applied when PodSecurityPolicy is enabled")
 	flag.BoolVar(&o.upstream, "upstream", false, "run vanilla kube-apiserver-upstream on etcd, both from -bin, instead of Turnstile's kube-apiserver with embedded etcd")
+	flag.StringVar(&o.cleanCommand, "clean-command", "", "the command that resets -dir, for messages (make run passes `make clean-local` with its LINE); default: this program with -dir and -clean")
 	clean := flag.Bool("clean", false, "remove the state in -dir, and what a killed run's nodes left on the host, instead of running")
 	flag.Parse()
 	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images, &o.e2eImages, &o.containerd} {
@@ -101,6 +105,9 @@ func run() error {
 	if *clean {
 		return cleanState(o.dir)
 	}
+	if o.cleanCommand == "" {
+		o.cleanCommand = fmt.Sprintf("`%s -dir %s -clean`", os.Args[0], o.dir)
+	}
 	if o.admissionConfig != "" {
 		if _, err := os.Stat(o.admissionConfig); err != nil {
 			return fmt.Errorf("-admission-config: %w", err)
@@ -115,6 +122,10 @@ func run() error {
 			*port = free
 		}
 	}
+	// Ctrl-C at any point is a normal end: whatever started is stopped,
+	// and the run exits 0.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if err := os.MkdirAll(filepath.Join(o.dir, "logs"), 0o700); err != nil {
 		return err
 	}
@@ -123,10 +134,33 @@ func run() error {
 		return err
 	}
 	defer unlock()
+	hasState := stateExists(o)
+	if err := checkVersion(o, hasState); err != nil {
+		return err
+	}
+	// Deferred first, so it runs last: after everything has stopped. The
+	// last line says what a normal end keeps.
+	started := false
+	defer func() {
+		if err := giveBack(o.dir); err != nil {
+			fmt.Fprintf(os.Stderr, "local-up: handing %s back to its owner: %v\n", o.dir, err)
+		}
+		if started && runErr == nil {
+			fmt.Printf("Stopped. The state in %s is kept for the next run: every object, the CA and the etcd data (%s resets it).\n", o.dir, o.cleanCommand)
+		}
+	}()
+	// startErr is err, unless Ctrl-C came first and cut the start short on
+	// purpose: then the deferred stops end the run, normally.
+	startErr := func(err error) error {
+		if ctx.Err() != nil {
+			fmt.Println("\nInterrupted before the cluster was ready: stopping what started.")
+			return nil
+		}
+		return err
+	}
 
 	began := time.Now()
 	var nodes *localnode.Cluster
-	var layout *localnode.Layout
 	var images []string
 	if o.nodes > 0 {
 		for _, img := range oci.NodeImages() {
@@ -140,11 +174,10 @@ func run() error {
 		if err := localnode.CheckHost(localnode.Config{Bin: o.bin, Images: images, Containerd: o.containerd}); err != nil {
 			return err
 		}
-		l, err := nodeLayout(o.dir)
-		if err != nil {
-			return err
-		}
-		layout = &l
+	}
+	layout, err := chooseNetwork(o, hasState)
+	if err != nil {
+		return err
 	}
 	cfg, err := kubeadmConfig(o, layout)
 	if err != nil {
@@ -153,7 +186,7 @@ func run() error {
 	if err := checkPorts(o, cfg); err != nil {
 		return err
 	}
-	if layout != nil {
+	if o.nodes > 0 {
 		nodes, err = localnode.Prepare(localnode.Config{
 			Dir: o.dir, Bin: o.bin, Images: images, Containerd: o.containerd, Nodes: o.nodes, Layout: *layout, Kubeadm: cfg,
 			Progress: func(format string, args ...any) { fmt.Printf(format+"\n", args...) },
@@ -166,22 +199,31 @@ func run() error {
 				fmt.Fprintf(os.Stderr, "local-up: %v\n", err)
 			}
 		}()
+		if ctx.Err() != nil {
+			return startErr(ctx.Err())
+		}
+	}
+	if err := reissueMisfits(cfg); err != nil {
+		return err
 	}
 	if err := writePKIAndKubeconfigs(cfg, o.dir); err != nil {
-		return fmt.Errorf("%w\n(the state in %s was made with other settings; `make clean-local` resets it)", err, o.dir)
+		return fmt.Errorf("%w\n(the state in %s does not fit this run's settings; %s resets it)", err, o.dir, o.cleanCommand)
 	}
 	commands, err := commandLines(cfg, o)
 	if err != nil {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var plane controlPlane
 	// A closure: plane.stop() deferred directly would stop the plane as it
 	// is now, empty, and leave the components to die of their parent-death
 	// signal all at once, etcd with the apiserver.
-	defer func() { _ = plane.stop() }()
+	defer func() {
+		if err := plane.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "local-up: %v\n", err)
+		}
+	}()
+	started = true
 	var admin kubernetes.Interface
 	components := []string{kubeadmconstants.KubeAPIServer, kubeadmconstants.KubeControllerManager, kubeadmconstants.KubeScheduler}
 	if o.upstream {
@@ -195,49 +237,50 @@ func run() error {
 		plane = append(plane, p)
 		if name == kubeadmconstants.Etcd {
 			if err := waitHealthy(ctx, p, etcdURL(o)+"/health"); err != nil {
-				return err
+				return startErr(err)
 			}
 		}
 		if name == kubeadmconstants.KubeAPIServer {
 			if admin, err = waitForAPIServer(ctx, p, cfg, o.dir); err != nil {
-				return err
+				return startErr(err)
 			}
 			// Only this run uses this etcd (the lock on o.dir says so), so
 			// the leases still there are a previous run's: without them,
 			// the new controllers lead at once instead of waiting ~15 s
 			// for the old leases to expire.
 			if err := releaseLeases(ctx, admin); err != nil {
-				return err
+				return startErr(err)
 			}
 			if err := applyPolicies(ctx, o); err != nil {
-				return err
+				return startErr(err)
 			}
 		}
 	}
 	controllers := plane[len(plane)-2:]
 	for i, port := range []int{o.controllerManagerPort, o.schedulerPort} {
 		if err := waitHealthy(ctx, controllers[i], fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err != nil {
-			return err
+			return startErr(err)
 		}
 		if err := waitLease(ctx, controllers[i], admin); err != nil {
-			return err
+			return startErr(err)
 		}
 	}
 	if nodes != nil {
 		defer func() {
-			fmt.Println("Stopping the nodes: kube-proxy, kubelet, their pods, containerd.")
 			if err := nodes.Stop(); err != nil {
 				fmt.Fprintf(os.Stderr, "local-up: %v\n", err)
+				return
 			}
+			fmt.Printf("Stopped the %d node(s): kube-proxy, the kubelet, their pods and containerd.\n", o.nodes)
 		}()
 		if err := nodes.Start(ctx, admin); err != nil {
-			return err
+			return startErr(err)
 		}
 		if err := nodes.DeployDNS(ctx, admin); err != nil {
-			return err
+			return startErr(err)
 		}
 		if err := nodes.WaitDNS(ctx, admin); err != nil {
-			return err
+			return startErr(err)
 		}
 	}
 	printReady(o, cfg, time.Since(began))
@@ -253,7 +296,14 @@ func run() error {
 	for {
 		select {
 		case <-ctx.Done():
-			fmt.Println("\nStopping: the nodes, kube-scheduler, kube-controller-manager, then kube-apiserver and its etcd.")
+			what := "kube-scheduler, kube-controller-manager, then kube-apiserver and its etcd"
+			if o.upstream {
+				what = "kube-scheduler, kube-controller-manager, kube-apiserver, then etcd"
+			}
+			if nodes != nil {
+				what = "the nodes, " + what
+			}
+			fmt.Printf("\nStopping %s.\n", what)
 			return nil
 		case p := <-exited:
 			restarted, err := plane.restart(p, commands[p.Name])
@@ -288,31 +338,6 @@ func cleanState(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// nodeLayout is the nodes' addresses: those this state was made with, or
-// new ones recorded for later runs (the apiserver's certificate and the
-// Services stored in etcd depend on them).
-func nodeLayout(dir string) (localnode.Layout, error) {
-	path := filepath.Join(dir, "network.json")
-	var previous *localnode.Layout
-	if data, err := os.ReadFile(path); err == nil {
-		previous = &localnode.Layout{}
-		if err := json.Unmarshal(data, previous); err != nil {
-			return localnode.Layout{}, fmt.Errorf("%s: %w", path, err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return localnode.Layout{}, err
-	}
-	l, err := localnode.ChooseLayout(previous)
-	if err != nil {
-		return localnode.Layout{}, fmt.Errorf("%w (`make clean-local` resets the state in %s)", err, dir)
-	}
-	data, err := json.Marshal(l)
-	if err != nil {
-		return localnode.Layout{}, err
-	}
-	return l, os.WriteFile(path, data, 0o600)
-}
-
 // checkPorts names the holder of any port the control plane needs that is
 // taken, before anything starts. The embedded etcd picks free ports.
 func checkPorts(o options, cfg *kubeadmapi.InitConfiguration) error {
@@ -340,9 +365,12 @@ func checkPorts(o options, cfg *kubeadmapi.InitConfiguration) error {
 }
 
 // kubeadmConfig is kubeadm's default InitConfiguration for a single
-// control-plane node on 127.0.0.1, with no local etcd static pod. With
+// control-plane node on 127.0.0.1, with no local etcd static pod, and the
+// pod and Service ranges of the state's layout (nil only for a state made
+// before local-up kept one, which has kubeadm's default ranges). With
 // nodes, the apiserver serves on the host's address on the nodes' bridge,
-// and the pod and Service ranges are the layout's.
+// which its certificate names with or without nodes, so that one
+// certificate serves both.
 func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfiguration, error) {
 	cfg, err := configutil.DefaultedStaticInitConfiguration()
 	if err != nil {
@@ -351,10 +379,12 @@ func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfigu
 	address := "127.0.0.1"
 	cfg.APIServer.CertSANs = []string{"localhost", "127.0.0.1"}
 	if layout != nil {
-		address = layout.Host().String()
-		cfg.APIServer.CertSANs = append(cfg.APIServer.CertSANs, address)
+		cfg.APIServer.CertSANs = append(cfg.APIServer.CertSANs, layout.Host().String())
 		cfg.Networking.PodSubnet = layout.Pods.String()
 		cfg.Networking.ServiceSubnet = layout.Services.String()
+		if o.nodes > 0 {
+			address = layout.Host().String()
+		}
 	}
 	cfg.NodeRegistration.Name = "turnstile-local"
 	cfg.LocalAPIEndpoint.AdvertiseAddress = address
@@ -373,7 +403,7 @@ func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfigu
 		{Name: "enable-admission-plugins", Value: plugins},
 		{Name: "bind-address", Value: address},
 	}
-	if layout == nil {
+	if o.nodes == 0 {
 		// Without nodes the apiserver is on loopback, which it refuses to
 		// publish in the kubernetes Service's endpoints since v1.37: no pod
 		// would reach it anyway, so the endpoints are not kept (as upstream's
@@ -589,7 +619,7 @@ func printReady(o options, cfg *kubeadmapi.InitConfiguration, took time.Duration
 kube-controller-manager and kube-scheduler holding their leases, %d Ready node(s) and CoreDNS.
 
   kubeconfig: %s
-  state:      %s (logs in logs/; make clean-local resets it)
+  state:      %s (logs in logs/; kept across runs; %s resets it)
 
 Try:
   export KUBECONFIG=%s
@@ -599,7 +629,7 @@ Try:
   %s run client --rm -it --restart=Never --image=%s -- wget -qO- http://web/hostname
 
 Ctrl-C stops it and removes the nodes' processes, pods, namespaces, routes and rules.
-`, server, took.Round(100*time.Millisecond), cfg.LocalAPIEndpoint.AdvertiseAddress, o.port, etcd, o.nodes, kubeconfig, o.dir, kubeconfig,
+`, server, took.Round(100*time.Millisecond), cfg.LocalAPIEndpoint.AdvertiseAddress, o.port, etcd, o.nodes, kubeconfig, o.dir, o.cleanCommand, kubeconfig,
 			kubectl, kubectl, oci.AgnhostImage, kubectl, kubectl, oci.BusyBoxImage)
 		return
 	}
@@ -609,7 +639,7 @@ kube-controller-manager and kube-scheduler. There are no nodes, so pods stay Pen
 (make run NODES=1 adds a real node).
 
   kubeconfig: %s
-  state:      %s (logs in logs/; make clean-local resets it)
+  state:      %s (logs in logs/; kept across runs; %s resets it)
 
 Try:
   export KUBECONFIG=%s
@@ -618,7 +648,7 @@ Try:
   %s auth can-i create pods --as=system:serviceaccount:default:default
 
 Ctrl-C stops it.
-`, server, took.Round(100*time.Millisecond), o.port, etcd, kubeconfig, o.dir, kubeconfig, kubectl, kubectl, kubectl, kubectl)
+`, server, took.Round(100*time.Millisecond), o.port, etcd, kubeconfig, o.dir, o.cleanCommand, kubeconfig, kubectl, kubectl, kubectl, kubectl)
 }
 
 // lock takes an exclusive lock on dir so that a second run says one is
@@ -708,7 +738,9 @@ func (c controlPlane) stop() error {
 	for i := len(c) - 1; i >= 0; i-- {
 		if err := c[i].Stop(syscall.SIGTERM, time.Minute); err != nil && !process.EndedBy(err, syscall.SIGTERM) {
 			errs = append(errs, fmt.Errorf("%s: %w", c[i].Name, err))
+			continue
 		}
+		fmt.Printf("Stopped %s (pid %d).\n", c[i].Name, c[i].Pid())
 	}
 	return errors.Join(errs...)
 }

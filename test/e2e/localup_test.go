@@ -109,14 +109,30 @@ type localUp struct {
 }
 
 // startLocalUp starts local-up on free ports with the example
-// AdmissionConfiguration and args, and waits for its ready message.
+// AdmissionConfiguration and args, in a new state directory, and waits for
+// its ready message.
 func startLocalUp(t *testing.T, args ...string) *localUp {
 	t.Helper()
 	binary, err := framework.Binary("local-up")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lu := &localUp{dir: t.TempDir(), bin: filepath.Dir(binary), rest: make(chan string, 1)}
+	return launchLocalUp(t, localUpRun{dir: t.TempDir(), bin: filepath.Dir(binary)}, args...)
+}
+
+// localUpRun is where a local-up runs from and as whom.
+type localUpRun struct {
+	dir, bin string
+	// as runs local-up as another user; nil runs it as the test.
+	as *syscall.Credential
+}
+
+// launchLocalUp starts bin's local-up on the state in dir on free ports
+// with the example AdmissionConfiguration and args, and waits for its
+// ready message.
+func launchLocalUp(t *testing.T, run localUpRun, args ...string) *localUp {
+	t.Helper()
+	lu := &localUp{dir: run.dir, bin: run.bin, rest: make(chan string, 1)}
 	lu.kubeconfig = filepath.Join(lu.dir, "admin.conf")
 	var free []string
 	for range 3 {
@@ -126,9 +142,12 @@ func startLocalUp(t *testing.T, args ...string) *localUp {
 		}
 		free = append(free, fmt.Sprint(p))
 	}
-	lu.cmd = exec.Command(binary, append([]string{"-dir", lu.dir, "-bin", lu.bin,
+	lu.cmd = exec.Command(filepath.Join(run.bin, "local-up"), append([]string{"-dir", lu.dir, "-bin", lu.bin,
 		"-port", free[0], "-controller-manager-port", free[1], "-scheduler-port", free[2],
 		"-admission-config", "../../examples/admission/admission-config.yaml"}, args...)...)
+	if run.as != nil {
+		lu.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: run.as}
+	}
 	stdout, err := lu.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,347 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+// The README's flow, as a user follows it: `make run` as themselves,
+// objects created, Ctrl-C; `sudo make run NODES=1`, on other ports with
+// other plugins: the objects are there and a pod of theirs runs; Ctrl-C;
+// `make run` as themselves again: still there. One CA, one set of
+// service-account keys, one etcd, throughout; each Ctrl-C ends the run
+// with exit 0 and says what it stopped. `make test-node` runs it as root.
+func TestLocalUpKeepsState(t *testing.T) {
+	images := os.Getenv("TURNSTILE_NODE_IMAGES")
+	if images == "" || os.Geteuid() != 0 {
+		t.Skip("needs root and TURNSTILE_NODE_IMAGES (the image tarballs); `make test-node` runs it")
+	}
+	rootBin, err := framework.Binary("local-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootBin = filepath.Dir(rootBin)
+	user, dir, userBin, adm := usersCheckout(t, rootBin)
+
+	asUser := func(args ...string) *localUp {
+		return launchLocalUp(t, localUpRun{dir: dir, bin: userBin, as: user}, append([]string{"-admission-config", adm}, args...)...)
+	}
+	first := asUser("-admission-plugins", "PodNodeSelector")
+	ca := fingerprints(t, dir)
+	first.mustKubectl(t, "create", "namespace", "kept")
+	first.mustKubectl(t, "-n", "kept", "create", "configmap", "settings", "--from-literal=colour=blue")
+	first.mustKubectl(t, "-n", "kept", "create", "deployment", "web", "--image="+agnhost, "--", "/agnhost", "netexec", "--http-port=8080")
+	uids := objectUIDs(t, first)
+	checkServiceCIDR(t, first)
+	checkStopped(t, first, "kube-scheduler", "kube-controller-manager", "kube-apiserver")
+
+	second := launchLocalUp(t, localUpRun{dir: dir, bin: rootBin},
+		"-images", images, "-nodes", "1", "-admission-plugins", "DenyEscalatingExec,AlwaysPullImages")
+	if got := objectUIDs(t, second); got != uids {
+		t.Errorf("with a node, the objects are %s, want %s (the ones made without nodes)", got, uids)
+	}
+	second.mustKubectl(t, "-n", "kept", "wait", "--for=condition=Available", "deployment/web", "--timeout=3m")
+	pod := strings.TrimSpace(second.mustKubectl(t, "-n", "kept", "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}"))
+	if out := second.mustKubectl(t, "-n", "kept", "exec", pod, "--", "hostname"); strings.TrimSpace(out) != pod {
+		t.Errorf("kubectl exec hostname in the kept Deployment's pod = %q, want %q", out, pod)
+	}
+	// The Services' range is the state's too: the kubernetes Service made
+	// without nodes answers a pod by its name, through CoreDNS's Service,
+	// which was allocated from the same range.
+	if out, err := second.kubectl("-n", "kept", "exec", pod, "--", "/agnhost", "connect", "--timeout=10s", "kubernetes.default:443"); err != nil {
+		t.Errorf("the kept pod cannot reach kubernetes.default:443: %v\n%s", err, out)
+	}
+	checkServiceCIDR(t, second)
+	if got := fingerprints(t, dir); got != ca {
+		t.Errorf("with a node, the CA and keys are %s, want %s", got, ca)
+	}
+	checkStopped(t, second, "the 1 node(s)", "kube-scheduler", "kube-controller-manager", "kube-apiserver")
+	if left := localnode.Leftovers(second.cmd.Process.Pid, dir); len(left) > 0 {
+		t.Errorf("Ctrl-C left behind:\n  %s", strings.Join(left, "\n  "))
+	}
+	checkOwner(t, dir, user.Uid)
+
+	third := asUser()
+	if got := objectUIDs(t, third); got != uids {
+		t.Errorf("without nodes again, the objects are %s, want %s", got, uids)
+	}
+	if got := fingerprints(t, dir); got != ca {
+		t.Errorf("without nodes again, the CA and keys are %s, want %s", got, ca)
+	}
+	checkStopped(t, third, "kube-apiserver")
+}
+
+// usersCheckout is what a user who is not root has: a state directory of
+// their own, and the binaries and the example AdmissionConfiguration where
+// they can read them (hard links: the repository may lie under a directory
+// they cannot enter, like /root). The user is nobody.
+func usersCheckout(t *testing.T, bin string) (user *syscall.Credential, dir, userBin, admissionConfig string) {
+	t.Helper()
+	user = &syscall.Credential{Uid: 65534, Gid: 65534}
+	home, err := os.MkdirTemp("", "turnstile-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(home) })
+	dir, userBin = filepath.Join(home, "local"), filepath.Join(home, "bin")
+	for _, d := range []string{dir, userBin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, int(user.Uid), int(user.Gid)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"local-up", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"} {
+		if err := linkOrCopy(filepath.Join(bin, name), filepath.Join(userBin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The AdmissionConfiguration names the plugins' files beside it.
+	examples, err := filepath.Abs("../../examples/admission")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(examples, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example AdmissionConfiguration in %s: %v", examples, err)
+	}
+	for _, f := range files {
+		if err := linkOrCopy(f, filepath.Join(home, filepath.Base(f))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return user, dir, userBin, filepath.Join(home, "admission-config.yaml")
+}
+
+func linkOrCopy(from, to string) error {
+	if os.Link(from, to) == nil {
+		return nil
+	}
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// fingerprints is the SHA-256 of the state's CAs and service-account key.
+func fingerprints(t *testing.T, dir string) string {
+	t.Helper()
+	var sums []string
+	for _, f := range []string{"ca.crt", "front-proxy-ca.crt", "sa.pub"} {
+		data, err := os.ReadFile(filepath.Join(dir, "pki", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		sums = append(sums, f+" "+hex.EncodeToString(sum[:8]))
+	}
+	return strings.Join(sums, ", ")
+}
+
+// objectUIDs names the test's objects with their UIDs: the same UIDs are
+// the same objects, not ones made again.
+func objectUIDs(t *testing.T, lu *localUp) string {
+	t.Helper()
+	config, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kubernetes.NewForConfigOrDie(config)
+	ctx := t.Context()
+	ns, err := c.CoreV1().Namespaces().Get(ctx, "kept", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := c.CoreV1().ConfigMaps("kept").Get(ctx, "settings", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.AppsV1().Deployments("kept").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("namespace %s, configmap %s (colour=%s), deployment %s", ns.UID, cm.UID, cm.Data["colour"], d.UID)
+}
+
+// checkServiceCIDR fails t when the apiserver's Services range is not the
+// one its default ServiceCIDR, kept in etcd from the state's first run, has
+// (the apiserver never changes that object; it warns).
+func checkServiceCIDR(t *testing.T, lu *localUp) {
+	t.Helper()
+	cidrs := lu.mustKubectl(t, "get", "servicecidr", "kubernetes", "-o", "jsonpath={.spec.cidrs}")
+	ip := lu.mustKubectl(t, "-n", "default", "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}")
+	events := lu.mustKubectl(t, "get", "events", "-A", "--field-selector", "reason=KubernetesDefaultServiceCIDRInconsistent", "-o", "name")
+	if strings.TrimSpace(events) != "" {
+		t.Errorf("the apiserver's Services range differs from the state's default ServiceCIDR %s (kubernetes Service at %s): %s", cidrs, ip, events)
+	}
+}
+
+// checkStopped is Ctrl-C: local-up must exit 0 and name each part it
+// stopped, then say that the state is kept.
+func checkStopped(t *testing.T, lu *localUp, parts ...string) {
+	t.Helper()
+	rest := lu.interrupt(t)
+	for _, part := range parts {
+		if !strings.Contains(rest, "Stopped "+part) {
+			t.Errorf("after Ctrl-C, local-up did not say it stopped %s:\n%s", part, rest)
+		}
+	}
+	if !strings.Contains(rest, "The state in "+lu.dir+" is kept for the next run") {
+		t.Errorf("after Ctrl-C, local-up did not say the state is kept:\n%s", rest)
+	}
+}
+
+// checkOwner fails t for every file of the state, but the nodes' own,
+// that does not belong to uid: a run as root hands the user's state back.
+func checkOwner(t *testing.T, dir string, uid uint32) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path == filepath.Join(dir, "nodes") {
+			return filepath.SkipDir
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if owner := info.Sys().(*syscall.Stat_t).Uid; owner != uid {
+			t.Errorf("%s belongs to uid %d after the run as root, not to the state's owner %d", path, owner, uid)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A state a newer Kubernetes minor made is refused before anything
+// starts: the message names both versions and the reset, and no process
+// runs, no port is taken, no file is written.
+func TestLocalUpRefusesDowngrade(t *testing.T) {
+	binary, err := framework.Binary("local-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	version := strings.TrimPrefix(strings.TrimSpace(mustOutput(t, filepath.Join(filepath.Dir(binary), "kube-apiserver"), "--version")), "Kubernetes ")
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "v%d.%d.", &major, &minor); err != nil {
+		t.Fatalf("kube-apiserver --version: %q: %v", version, err)
+	}
+	newer := fmt.Sprintf("v%d.%d.0", major, minor+1)
+	if err := os.WriteFile(filepath.Join(dir, "kubernetes-version"), []byte(newer+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "-dir", dir, "-bin", filepath.Dir(binary), "-admission-config", "", "-port", "1",
+		"-clean-command", "`make clean-local`").CombinedOutput()
+	if err == nil {
+		t.Fatalf("local-up ran on a state of %s:\n%s", newer, out)
+	}
+	for _, want := range []string{"made by Kubernetes " + newer, "this kube-apiserver is " + version,
+		fmt.Sprintf("downgrade (v%d.%d to v%d.%d)", major, minor+1, major, minor), "Nothing was started", "`make clean-local` resets the state"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, out)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "kubernetes-version local-up.lock logs" {
+		t.Errorf("the refused run left %v in the state, want only the version it found, the lock and logs/", names)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "kubernetes-version")); strings.TrimSpace(string(data)) != newer {
+		t.Errorf("the refused run changed the state's version to %q", data)
+	}
+}
+
+func mustOutput(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
+	}
+	return string(out)
+}
+
+// `make run` on one state across Kubernetes lines, with the real binaries
+// of both: the older line's local-up makes the state and objects; main's
+// runs it, says it is an upgrade of one minor, and keeps every object; the
+// older line's is then refused, naming both versions, before anything
+// starts. `make test-upgrade` runs it with the older line built.
+func TestLocalUpAcrossLines(t *testing.T) {
+	oldBin := os.Getenv("TURNSTILE_UPGRADE_FROM_BIN")
+	if oldBin == "" {
+		t.Skip("needs TURNSTILE_UPGRADE_FROM_BIN (an older line's binaries); `make test-upgrade` runs it")
+	}
+	binary, err := framework.Binary("local-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newBin := filepath.Dir(binary)
+	version := func(bin string) string {
+		return strings.TrimPrefix(strings.TrimSpace(mustOutput(t, filepath.Join(bin, "kube-apiserver"), "--version")), "Kubernetes ")
+	}
+	oldVersion, newVersion := version(oldBin), version(newBin)
+	dir := t.TempDir()
+
+	old := launchLocalUp(t, localUpRun{dir: dir, bin: oldBin})
+	old.mustKubectl(t, "create", "namespace", "kept")
+	old.mustKubectl(t, "-n", "kept", "create", "configmap", "settings", "--from-literal=colour=blue")
+	old.mustKubectl(t, "-n", "kept", "create", "deployment", "web", "--image="+agnhost)
+	uids := objectUIDs(t, old)
+	checkStopped(t, old, "kube-apiserver")
+
+	upgraded := launchLocalUp(t, localUpRun{dir: dir, bin: newBin})
+	if want := "was made by Kubernetes " + oldVersion + "; this is " + newVersion + ": an upgrade of one minor"; !strings.Contains(upgraded.output, want) {
+		t.Errorf("main's local-up did not say %q:\n%s", want, upgraded.output)
+	}
+	if got := objectUIDs(t, upgraded); got != uids {
+		t.Errorf("after the upgrade, the objects are %s, want %s", got, uids)
+	}
+	if got := upgraded.mustKubectl(t, "version", "-o", "json"); !strings.Contains(got, `"gitVersion": "`+newVersion+`"`) {
+		t.Errorf("after the upgrade, the server is not %s:\n%s", newVersion, got)
+	}
+	checkStopped(t, upgraded, "kube-apiserver")
+
+	out, err := exec.Command(filepath.Join(oldBin, "local-up"), "-dir", dir, "-bin", oldBin, "-admission-config", "", "-port", "1").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "made by Kubernetes "+newVersion+", and this kube-apiserver is "+oldVersion+": that is a downgrade") {
+		t.Errorf("the older line's local-up on the upgraded state (%v):\n%s", err, out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "kubernetes-version")); strings.TrimSpace(string(data)) != newVersion {
+		t.Errorf("after the refused downgrade the state says %q, want %s", data, newVersion)
+	}
+}
