@@ -79,8 +79,10 @@ E2E_IMAGES ?=
 PORT ?= 6443
 CONTROLLER_MANAGER_PORT ?= 10257
 SCHEDULER_PORT ?= 10259
-# What resets `make run`'s state of this line, as local-up's messages name it.
-CLEAN_LOCAL := \`make clean-local$(if $(filter-out $(MAIN_LINE),$(LINE)), LINE=$(LINE))\`
+# `make run`'s state (kept across runs), and what resets it, as local-up's
+# messages name it.
+LOCAL_DIR ?= $(OUT)/local
+CLEAN_LOCAL := \`make clean-local$(if $(filter-out $(MAIN_LINE),$(LINE)), LINE=$(LINE))$(if $(filter-out $(OUT)/local,$(LOCAL_DIR)), LOCAL_DIR=$(LOCAL_DIR))\`
 # What the nodes run besides Debian's containerd, runc and CNI plugins.
 NODE_TOOLS := kubelet kube-proxy
 comma := ,
@@ -157,7 +159,7 @@ $(BIN)/kwok-stages.yaml: test/scale/go.mod
 # <<< bench-scale
 
 run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images); state in _output/local.
-	$(BIN)/local-up -dir $(OUT)/local -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) -clean-command "$(CLEAN_LOCAL)" \
+	$(BIN)/local-up -dir $(LOCAL_DIR) -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) -clean-command "$(CLEAN_LOCAL)" \
 		-port $(PORT) -controller-manager-port $(CONTROLLER_MANAGER_PORT) -scheduler-port $(SCHEDULER_PORT) \
 		$(if $(E2E_IMAGES),-e2e-images $(E2E_IMAGES_DIR)/e2e.tar)
 
@@ -171,7 +173,7 @@ node-deps: $(addprefix $(BIN)/,$(NODE_TOOLS)) node-images
 	hack/install-package.sh nft nftables
 
 clean-local: $(BIN)/local-up ## Remove the state of `make run` (PKI, etcd data, logs, the nodes' state), and a killed run's leftovers.
-	$(BIN)/local-up -dir $(OUT)/local -clean
+	$(BIN)/local-up -dir $(LOCAL_DIR) -clean
 
 # Go decides what is stale, so these always run and are cheap when nothing changed.
 $(BIN)/kube-apiserver: FORCE

@@ -124,6 +124,7 @@ func run() (runErr error) {
 	}
 	// Ctrl-C at any point is a normal end: whatever started is stopped,
 	// and the run exits 0.
+	defer takeTerminal()()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := os.MkdirAll(filepath.Join(o.dir, "logs"), 0o700); err != nil {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -10,14 +11,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
+	"github.com/turnstile-k8s/turnstile/internal/process"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
@@ -344,4 +350,153 @@ func TestLocalUpAcrossLines(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(dir, "kubernetes-version")); strings.TrimSpace(string(data)) != newVersion {
 		t.Errorf("after the refused downgrade the state says %q, want %s", data, newVersion)
 	}
+}
+
+// Ctrl-C typed in the terminal of `make run`, once it is ready: the run
+// ends with exit 0, saying what it stopped, with no `make: ***` line.
+// The terminal is a real pseudo-terminal with make in its foreground, so
+// the keystroke reaches whatever the terminal's line discipline signals,
+// as it does for a user.
+func TestMakeRunCtrlC(t *testing.T) {
+	var ports []string
+	for range 3 {
+		p, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, fmt.Sprint(p))
+	}
+	terminal, tty := openPTY(t)
+	dir := t.TempDir()
+	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "run", "LOCAL_DIR="+dir,
+		"PORT="+ports[0], "CONTROLLER_MANAGER_PORT="+ports[1], "SCHEDULER_PORT="+ports[2])
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	// A session of its own with the terminal as its controlling one, as a
+	// login shell has; make is then the terminal's foreground group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	var out syncBuffer
+	go func() { _, _ = io.Copy(&out, terminal) }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			_, _ = exec.Command(filepath.Join("..", "..", "_output", "bin", "local-up"), "-dir", dir, "-clean").CombinedOutput()
+		}
+	})
+	ready := time.After(5 * time.Minute)
+	for !strings.Contains(out.String(), "Ctrl-C stops it") {
+		select {
+		case err := <-exited:
+			t.Fatalf("make run ended before it was ready (%v):\n%s", err, out.String())
+		case <-ready:
+			t.Fatalf("make run not ready in 5 minutes:\n%s", out.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if _, err := terminal.Write([]byte{0x03}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil || strings.Contains(out.String(), "make: ***") || !strings.Contains(out.String(), "Stopped kube-apiserver") {
+			t.Errorf("make run after Ctrl-C: %v\n%s", err, out.String())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("make run still running 3 minutes after Ctrl-C:\n%s", out.String())
+	}
+}
+
+// openPTY opens a pseudo-terminal: the terminal's side, which the test
+// types into and reads, and the side a program runs on.
+func openPTY(t *testing.T) (terminal, tty *os.File) {
+	t.Helper()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	terminal = os.NewFile(uintptr(fd), "/dev/ptmx")
+	t.Cleanup(func() { terminal.Close() })
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlocking the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("naming the pseudo-terminal: %v", err)
+	}
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return terminal, tty
+}
+
+// Ctrl-C while local-up is still starting is a normal end too: exit 0,
+// what started is stopped, and nothing is left running.
+func TestLocalUpInterruptedWhileStarting(t *testing.T) {
+	binary, err := framework.Binary("local-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var ports []string
+	for range 3 {
+		p, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, fmt.Sprint(p))
+	}
+	cmd := exec.Command(binary, "-dir", dir, "-bin", filepath.Dir(binary), "-admission-config", "",
+		"-port", ports[0], "-controller-manager-port", ports[1], "-scheduler-port", ports[2])
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The apiserver is started right after the kubeconfigs are written,
+	// and takes seconds to be ready.
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(out.String(), `[kubeconfig] Writing "scheduler.conf"`) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("local-up wrote no kubeconfigs in a minute:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("local-up interrupted while starting: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "Interrupted before the cluster was ready") {
+		t.Errorf("local-up did not say it was interrupted while starting:\n%s", out.String())
+	}
+	if left := process.Matching("--embedded-etcd-data-dir=" + filepath.Join(dir, "etcd")); len(left) > 0 {
+		t.Errorf("kube-apiserver still runs after the interrupted start: pids %v", left)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a process writes and a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
