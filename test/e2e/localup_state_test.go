@@ -358,14 +358,7 @@ func TestLocalUpAcrossLines(t *testing.T) {
 // the keystroke reaches whatever the terminal's line discipline signals,
 // as it does for a user.
 func TestMakeRunCtrlC(t *testing.T) {
-	var ports []string
-	for range 3 {
-		p, err := framework.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports = append(ports, fmt.Sprint(p))
-	}
+	ports := freePorts(t, 3)
 	terminal, tty := openPTY(t)
 	dir := t.TempDir()
 	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "run", "LOCAL_DIR="+dir,
@@ -444,14 +437,7 @@ func TestLocalUpInterruptedWhileStarting(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	var ports []string
-	for range 3 {
-		p, err := framework.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports = append(ports, fmt.Sprint(p))
-	}
+	ports := freePorts(t, 3)
 	cmd := exec.Command(binary, "-dir", dir, "-bin", filepath.Dir(binary), "-admission-config", "",
 		"-port", ports[0], "-controller-manager-port", ports[1], "-scheduler-port", ports[2])
 	var out syncBuffer

@@ -134,14 +134,7 @@ func launchLocalUp(t *testing.T, run localUpRun, args ...string) *localUp {
 	t.Helper()
 	lu := &localUp{dir: run.dir, bin: run.bin, rest: make(chan string, 1)}
 	lu.kubeconfig = filepath.Join(lu.dir, "admin.conf")
-	var free []string
-	for range 3 {
-		p, err := framework.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		free = append(free, fmt.Sprint(p))
-	}
+	free := freePorts(t, 3)
 	lu.cmd = exec.Command(filepath.Join(run.bin, "local-up"), append([]string{"-dir", lu.dir, "-bin", lu.bin,
 		"-port", free[0], "-controller-manager-port", free[1], "-scheduler-port", free[2],
 		"-admission-config", "../../examples/admission/admission-config.yaml"}, args...)...)
@@ -182,6 +175,20 @@ func launchLocalUp(t *testing.T, run localUpRun, args ...string) *localUp {
 		lu.rest <- b.String()
 	}()
 	return lu
+}
+
+// freePorts is n free ports, as flag values.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var free []string
+	for range n {
+		p, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		free = append(free, fmt.Sprint(p))
+	}
+	return free
 }
 
 func (lu *localUp) kubectl(args ...string) (string, error) {
