@@ -414,8 +414,11 @@ test-ha: build $(addprefix $(BIN)/,$(HA_TOOLS)) ## HA control plane (3 etcd, 2 T
 test-mutation: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## Each plugin's e2e tests, run with that plugin off: all must fail (slow; PLUGINS=A,B for some).
 	hack/e2e-mutation.sh $(subst $(comma), ,$(PLUGINS))
 
-verify: ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, generated code up to date, an e2e coverage row for every plugin, no binary or file over 2 MiB in git.
+# The binaries whose flags the docs may name: verify-docs asks each its -h.
+DOC_BINARIES := kube-apiserver local-up conformance bench image release nodeimages
+verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, generated code up to date, an e2e coverage row for every plugin, no binary or file over 2 MiB in git; the docs' links, anchors, make targets and flags.
 	hack/verify.sh
+	$(GO) run ./hack/verify-docs -bin $(BIN)
 
 clean: ## Remove _output.
 	rm -rf _output

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Each kind of rot planted once, beside the same things done right: only
+// the planted ones are reported, each naming the file, the line and what
+// is missing.
+func TestCheckFindsPlantedRot(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, text string) {
+		t.Helper()
+		path = filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("Makefile", "GO ?= go\nrun: build ## Run.\n\t$(GO) run .\nbuild test-e2e:\n\ttrue\nVAR := x\n")
+	write("docs/guide.md", "# Guide\n\n## Step 1: run it (as root)\n\ntext\n\n## Step 1: run it (as root)\n\n## Pods again, 2026-11-02\n\n```sh\n# Run of March 2026\n```\n")
+	write("README.md", strings.Join([]string{
+		"# Turnstile",
+		"See [the guide](docs/guide.md), [its step](docs/guide.md#step-1-run-it-as-root),",
+		"[the repeat](docs/guide.md#step-1-run-it-as-root-1) and [here](#turnstile) and [upstream](https://kubernetes.io/x#y).",
+		"Planted: [gone](docs/gone.md) and [no step](docs/guide.md#step-2).",
+		"`make run NODES=1`, `sudo make -C . LINE=1.36 test-e2e`, `make _output/bin/kubectl`, make sure.",
+		"Planted: `make nosuch`.",
+		"```sh",
+		"_output/bin/local-up -dir /tmp/x \\",
+		"    -nodes=1 -bogus",
+		"kube-apiserver --validate-only -o json | jq .   # a comment -nocomment",
+		"KUBECONFIG=x make test-e2e && make missing-target",
+		"```",
+		"`kubectl get pods -o wide --nosuch` is not ours. `kube-apiserver --secure-port=6443 --no-such-flag`.",
+	}, "\n"))
+	targets, err := makeTargets(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"run", "build", "test-e2e"} {
+		if !targets[want] {
+			t.Errorf("makeTargets lacks %q: %v", want, targets)
+		}
+	}
+	if targets["VAR"] || targets["GO"] {
+		t.Errorf("makeTargets took an assignment for a target: %v", targets)
+	}
+	flags := func(binary string) (map[string]bool, error) {
+		return map[string]map[string]bool{
+			"local-up":       {"dir": true, "nodes": true},
+			"kube-apiserver": {"validate-only": true, "o": true, "secure-port": true},
+		}[binary], nil
+	}
+	problems, n, err := check(root, targets, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`README.md:11: ` + "`make missing-target`" + `: the Makefile has no target "missing-target"`,
+		`README.md:13: ` + "`kube-apiserver ... --no-such-flag`" + `: kube-apiserver does not accept -no-such-flag (its -h does not list it)`,
+		`README.md:4: link "docs/gone.md": no such file`,
+		`README.md:4: link "docs/guide.md#step-2": no heading in guide.md has the anchor #step-2`,
+		`README.md:6: ` + "`make nosuch`" + `: the Makefile has no target "nosuch"`,
+		`README.md:8: ` + "`local-up ... -bogus`" + `: local-up does not accept -bogus (its -h does not list it)`,
+		`docs/guide.md: heading "Pods again, 2026-11-02" is titled by a date (say what holds now; git keeps when)`,
+	}
+	if strings.Join(problems, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(want, "\n"))
+	}
+	if n.files != 2 || n.links != 6 || n.makes != 5 || n.flags != 7 {
+		t.Errorf("counts %+v, want 2 files, 6 relative links, 5 make targets, 7 flags", n)
+	}
+}
+
+func TestParseHelp(t *testing.T) {
+	goFlag := "Usage of local-up:\n  -dir string\n    \tstate directory\n  -nodes int\n"
+	pflag := "Flags:\n      --secure-port int   port\n  -o, --validate-output string   how\n  -v, --v Level   verbosity\n"
+	for help, want := range map[string][]string{goFlag: {"dir", "nodes", "h"}, pflag: {"secure-port", "validate-output", "o", "v", "help"}} {
+		got := parseHelp(help)
+		for _, f := range want {
+			if !got[f] {
+				t.Errorf("parseHelp lacks %q: %v", f, got)
+			}
+		}
+		if got["state"] || got["port"] {
+			t.Errorf("parseHelp took a description for a flag: %v", got)
+		}
+	}
+}
