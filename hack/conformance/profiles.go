@@ -50,7 +50,7 @@ var allCompatible = []string{
 // NamespaceAutoProvision, which creates the namespace of any namespaced
 // create, beside all-compatible's NamespaceExists. Each impact profile is `default` with
 // one of them on (configured as in all-compatible's AdmissionConfiguration),
-// and docs/conformance.md lists what each run fails.
+// and docs/conformance-impact.md lists what each run fails.
 var impact = map[string]profile{
 	"AlwaysDeny":       {Plugins: []string{"AlwaysDeny"}},
 	"AlwaysPullImages": {Plugins: []string{"AlwaysPullImages"}},
