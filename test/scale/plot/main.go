@@ -4,7 +4,7 @@
 // (_output/bench-scale/plot.json), so that the plotting library stays in
 // this module and out of the apiserver's module graph.
 //
-//	plot -in _output/bench-scale/plot.json -out docs/performance-scale.png
+//	plot -in _output/bench-scale/plot.json -out _output/bench-scale/scale.png
 package main
 
 import (
@@ -45,7 +45,7 @@ const columns = 3
 
 func main() {
 	in := flag.String("in", "_output/bench-scale/plot.json", "panels written by hack/bench -scale")
-	out := flag.String("out", "docs/performance-scale.png", "PNG to write")
+	out := flag.String("out", "_output/bench-scale/scale.png", "PNG to write (a plot the docs show is copied into docs/ by hand, with the run it comes from)")
 	flag.Parse()
 	if err := run(*in, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "plot:", err)
