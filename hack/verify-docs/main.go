@@ -1,7 +1,9 @@
 // Command verify-docs checks that the Markdown in the repository cannot rot
 // silently: every relative link and anchor resolves, every `make <target>`
 // a doc names is a target of the Makefile, and every flag a doc gives to
-// one of our binaries is one that binary accepts (its -h says so).
+// one of our binaries is one that binary accepts (its -h says so), and
+// every registry.k8s.io image a doc's command runs is one the local nodes
+// are given (build/oci): a pull of any other fails there.
 //
 // Only code (inline spans and fenced blocks) is read for make targets and
 // flags: that is what a reader copies. `make verify` runs it.
@@ -17,6 +19,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/turnstile-k8s/turnstile/build/oci"
 )
 
 func main() {
@@ -28,7 +32,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
 		os.Exit(1)
 	}
-	problems, n, err := check(*root, targets, helpFlags(*bin))
+	problems, n, err := check(*root, rules{targets: targets, flags: helpFlags(*bin), images: localImages()})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
 		os.Exit(1)
@@ -39,13 +43,31 @@ func main() {
 	if len(problems) > 0 {
 		os.Exit(1)
 	}
-	fmt.Printf("verify-docs: ok: %d Markdown files, %d relative links, %d make commands, %d flags given to our binaries\n", n.files, n.links, n.makes, n.flags)
+	fmt.Printf("verify-docs: ok: %d Markdown files, %d relative links, %d make commands, %d flags given to our binaries, %d images\n", n.files, n.links, n.makes, n.flags, n.images)
 }
 
 // ourBinaries are the programs this repository builds that docs give flags
 // to; upstream's tools (kubectl, kubeadm) document their own.
 // The Makefile's DOC_BINARIES builds them for `make verify`.
 var ourBinaries = []string{"kube-apiserver", "local-up", "conformance", "bench", "image", "release", "nodeimages"}
+
+// rules is what the docs are checked against.
+type rules struct {
+	targets map[string]bool // the Makefile's targets
+	flags   flagsOf
+	images  map[string]bool // the images local nodes have
+}
+
+// localImages is every name of every image the local nodes import.
+func localImages() map[string]bool {
+	images := map[string]bool{}
+	for _, img := range append(oci.NodeImages(), oci.E2EImages()...) {
+		for _, tag := range img.Tags {
+			images[tag] = true
+		}
+	}
+	return images
+}
 
 // flagsOf returns the flags a binary accepts, or an error saying why it
 // cannot tell.
@@ -104,10 +126,10 @@ func makeTargets(path string) (map[string]bool, error) {
 
 // counts is how much a check looked at: a check that finds nothing to
 // check passes vacuously, and says so.
-type counts struct{ files, links, makes, flags int }
+type counts struct{ files, links, makes, flags, images int }
 
 // check returns every problem in the Markdown under root, sorted.
-func check(root string, targets map[string]bool, flags flagsOf) ([]string, counts, error) {
+func check(root string, r rules) ([]string, counts, error) {
 	var n counts
 	files, err := markdownFiles(root)
 	if err != nil {
@@ -145,7 +167,7 @@ func check(root string, targets map[string]bool, flags flagsOf) ([]string, count
 		}
 		for _, c := range code {
 			for _, cmd := range commands(c.text) {
-				problems = append(problems, checkCommand(rel, c.line+cmd.line, cmd.words, targets, flags, &n)...)
+				problems = append(problems, checkCommand(rel, c.line+cmd.line, cmd.words, r, &n)...)
 			}
 		}
 	}
@@ -367,9 +389,21 @@ var targetName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
 // checkCommand checks a make invocation's targets and the flags given to
 // one of our binaries.
-func checkCommand(file string, line int, cmd []string, targets map[string]bool, flags flagsOf, n *counts) []string {
+func checkCommand(file string, line int, cmd []string, r rules, n *counts) []string {
 	name := cmd[0]
 	var problems []string
+	for i, w := range cmd {
+		image, ok := strings.CutPrefix(w, "--image=")
+		if !ok && w == "--image" && i+1 < len(cmd) {
+			image, ok = cmd[i+1], true
+		}
+		if ok && strings.HasPrefix(image, "registry.k8s.io/") {
+			n.images++
+			if !r.images[image] {
+				problems = append(problems, fmt.Sprintf("%s:%d: image %s is not one the local nodes have (build/oci: make node-images, make e2e-images), so its pull fails there", file, line, image))
+			}
+		}
+	}
 	if name == "make" {
 		for i := 1; i < len(cmd); i++ {
 			w := strings.Trim(cmd[i], `"'`)
@@ -379,7 +413,7 @@ func checkCommand(file string, line int, cmd []string, targets map[string]bool, 
 			case strings.HasPrefix(w, "-") || strings.Contains(w, "="):
 			case targetName.MatchString(w):
 				n.makes++
-				if !targets[w] {
+				if !r.targets[w] {
 					problems = append(problems, fmt.Sprintf("%s:%d: `make %s`: the Makefile has no target %q", file, line, w, w))
 				}
 			default:
@@ -391,7 +425,7 @@ func checkCommand(file string, line int, cmd []string, targets map[string]bool, 
 	}
 	binary := filepath.Base(name)
 	if !slices.Contains(ourBinaries, binary) || (name != binary && !strings.Contains(name, "bin/")) {
-		return nil
+		return problems
 	}
 	var accepted map[string]bool
 	for _, w := range cmd[1:] {
@@ -406,8 +440,8 @@ func checkCommand(file string, line int, cmd []string, targets map[string]bool, 
 		n.flags++
 		if accepted == nil {
 			var err error
-			if accepted, err = flags(binary); err != nil {
-				return []string{fmt.Sprintf("%s:%d: %s: %v", file, line, binary, err)}
+			if accepted, err = r.flags(binary); err != nil {
+				return append(problems, fmt.Sprintf("%s:%d: %s: %v", file, line, binary, err))
 			}
 		}
 		if !accepted[f] {

@@ -38,6 +38,7 @@ func TestCheckFindsPlantedRot(t *testing.T) {
 		"KUBECONFIG=x make test-e2e && make missing-target",
 		"```",
 		"`kubectl get pods -o wide --nosuch` is not ours. `kube-apiserver --secure-port=6443 --no-such-flag`.",
+		"`kubectl run a --image=registry.k8s.io/e2e-test-images/agnhost:2.66.1`, `kubectl run b --image registry.k8s.io/e2e-test-images/agnhost:2.63.0`, `--image=nginx`.",
 	}, "\n"))
 	targets, err := makeTargets(filepath.Join(root, "Makefile"))
 	if err != nil {
@@ -57,13 +58,15 @@ func TestCheckFindsPlantedRot(t *testing.T) {
 			"kube-apiserver": {"validate-only": true, "o": true, "secure-port": true},
 		}[binary], nil
 	}
-	problems, n, err := check(root, targets, flags)
+	images := map[string]bool{"registry.k8s.io/e2e-test-images/agnhost:2.66.1": true}
+	problems, n, err := check(root, rules{targets: targets, flags: flags, images: images})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		`README.md:11: ` + "`make missing-target`" + `: the Makefile has no target "missing-target"`,
 		`README.md:13: ` + "`kube-apiserver ... --no-such-flag`" + `: kube-apiserver does not accept -no-such-flag (its -h does not list it)`,
+		`README.md:14: image registry.k8s.io/e2e-test-images/agnhost:2.63.0 is not one the local nodes have (build/oci: make node-images, make e2e-images), so its pull fails there`,
 		`README.md:4: link "docs/gone.md": no such file`,
 		`README.md:4: link "docs/guide.md#step-2": no heading in guide.md has the anchor #step-2`,
 		`README.md:6: ` + "`make nosuch`" + `: the Makefile has no target "nosuch"`,
@@ -73,8 +76,8 @@ func TestCheckFindsPlantedRot(t *testing.T) {
 	if strings.Join(problems, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(want, "\n"))
 	}
-	if n.files != 2 || n.links != 6 || n.makes != 5 || n.flags != 7 {
-		t.Errorf("counts %+v, want 2 files, 6 relative links, 5 make targets, 7 flags", n)
+	if n.files != 2 || n.links != 6 || n.makes != 5 || n.flags != 7 || n.images != 2 {
+		t.Errorf("counts %+v, want 2 files, 6 relative links, 5 make targets, 7 flags, 2 images", n)
 	}
 }
 
