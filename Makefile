@@ -266,13 +266,18 @@ $(BIN)/coredns: FORCE
 PROFILE ?= all-compatible
 FOCUS   ?=
 SKIP    ?=
+# FOCUS and SKIP reach the runner through its environment, unexpanded: a
+# spec name may hold any character (`exec "cat /tmp/health"`, a `$` in a
+# regular expression), and neither make nor the shell may read it.
+export CONFORMANCE_FOCUS := $(value FOCUS)
+export CONFORMANCE_SKIP := $(value SKIP)
 PROCS   ?= 8
 CONFORMANCE_TOOLS := $(LOCAL_TOOLS) kube-apiserver-upstream etcd
 # The line's binaries, images and reports (LINE=1.Y: under _output/lines/1.Y).
 CONFORMANCE_PATHS = -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images $(E2E_IMAGES_DIR)/e2e.tar -containerd $(CONTAINERD_DIR) -out $(OUT)/conformance
 
 conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps e2e-images containerd ## Upstream's conformance suite, as root: PROFILE=all-compatible|default|upstream|impact-<plugin>, FOCUS=, SKIP=; reports in _output/conformance/<profile>.
-	$(BIN)/conformance -profile "$(PROFILE)" -focus "$(FOCUS)" -skip "$(SKIP)" -procs $(PROCS) $(CONFORMANCE_PATHS)
+	$(BIN)/conformance -profile "$(PROFILE)" -focus "$$CONFORMANCE_FOCUS" -skip "$$CONFORMANCE_SKIP" -procs $(PROCS) $(CONFORMANCE_PATHS)
 
 # make test's tier: the specs hack/conformance/ci-specs.txt names, on
 # all-compatible, with the node images only; parallel specs only.

@@ -75,6 +75,10 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	userFocus := o.focus
+	if _, err := unmatchedAlternatives(o.focus, nil); err != nil {
+		return err // before anything starts
+	}
 	var named []string
 	if o.specs != "" {
 		if named, err = readSpecs(o.specs); err != nil {
@@ -144,7 +148,7 @@ func run(o options) error {
 	if err := cluster.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 	}
-	s, err := summarize(dir, p, time.Since(began))
+	s, err := summarize(dir, p, time.Since(began), userFocus)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -154,6 +158,10 @@ func run(o options) error {
 	}
 	if len(s.failed) > 0 {
 		return fmt.Errorf("%d of %d specs failed (%s)", len(s.failed), s.ran(), filepath.Join(dir, "summary.md"))
+	}
+	if len(s.unmatchedFocus) > 0 {
+		return fmt.Errorf("-focus named %d that matched no [Conformance] spec (renamed upstream, not [Conformance], or mistyped):\n  %s",
+			len(s.unmatchedFocus), strings.Join(s.unmatchedFocus, "\n  "))
 	}
 	if missing := s.missing(named); len(missing) > 0 {
 		return fmt.Errorf("%s names specs that did not run (renamed upstream, or not [Conformance]):\n  %s", o.specs, strings.Join(missing, "\n  "))

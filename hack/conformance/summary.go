@@ -49,6 +49,8 @@ type summary struct {
 	// lost are the specs another profile's last run passed that this run
 	// did not, by profile.
 	lost map[string][]string
+	// unmatchedFocus are the alternatives of -focus no spec matched.
+	unmatchedFocus []string
 }
 
 func (s summary) ran() int { return len(s.passed) + len(s.failed) }
@@ -72,7 +74,7 @@ func (s summary) missing(names []string) []string {
 
 // summarize reads the passes' JSON reports in dir, writes summary.md and
 // passed.txt there, and compares with the other profiles' passed.txt.
-func summarize(dir string, p profile, took time.Duration) (summary, error) {
+func summarize(dir string, p profile, took time.Duration, focus string) (summary, error) {
 	s := summary{profile: p, took: took, lost: map[string][]string{}}
 	for _, ps := range []string{"parallel", "serial"} {
 		path := filepath.Join(dir, "report-"+ps+".json")
@@ -106,6 +108,11 @@ func summarize(dir string, p profile, took time.Duration) (summary, error) {
 		return s, err
 	}
 	s.compare(filepath.Dir(dir))
+	unmatched, err := unmatchedAlternatives(focus, s.names())
+	if err != nil {
+		return s, err
+	}
+	s.unmatchedFocus = unmatched
 	return s, os.WriteFile(filepath.Join(dir, "summary.md"), []byte(s.text()), 0o644)
 }
 
@@ -202,6 +209,7 @@ func (s summary) head() string {
 			fmt.Fprintf(&b, "- %s\n", name)
 		}
 	}
+	b.WriteString(focusReport(s.unmatchedFocus))
 	if len(s.skipped) > 0 {
 		b.WriteString("\n## Skipped by the spec itself\n")
 		for _, o := range s.skipped {

@@ -43,7 +43,7 @@ func TestSummarize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := summarize(dir, p, 90*time.Second)
+	s, err := summarize(dir, p, 90*time.Second, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestSummarize(t *testing.T) {
 
 func TestSummarizeWithoutReports(t *testing.T) {
 	p, _ := lookup("default")
-	if _, err := summarize(t.TempDir(), p, time.Second); err == nil || !strings.Contains(err.Error(), "no ginkgo report") {
+	if _, err := summarize(t.TempDir(), p, time.Second, ""); err == nil || !strings.Contains(err.Error(), "no ginkgo report") {
 		t.Fatalf("summarize of an empty directory: %v, want no ginkgo report", err)
 	}
 }
