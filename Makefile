@@ -88,7 +88,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance test test-conformance test-unit test-e2e test-release test-ha test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check test test-conformance test-unit test-e2e test-release test-ha test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -278,6 +278,11 @@ CONFORMANCE_PATHS = -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images $(E2E_IMA
 
 conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps e2e-images containerd ## Upstream's conformance suite, as root: PROFILE=all-compatible|default|upstream|impact-<plugin>, FOCUS=, SKIP=; reports in _output/conformance/<profile>.
 	$(BIN)/conformance -profile "$(PROFILE)" -focus "$$CONFORMANCE_FOCUS" -skip "$$CONFORMANCE_SKIP" -procs $(PROCS) $(CONFORMANCE_PATHS)
+
+conformance-check: $(BIN)/conformance ## DIR=v1.Y/<product>: the CNCF bot's checks on a conformance submission folder.
+	@[[ -n "$(DIR)" ]] || { echo "conformance-check: DIR=<folder v1.Y/product> is required" >&2; exit 2; }
+	$(BIN)/conformance check -current "$$(hack/line.sh version $(MAIN_LINE))" \
+		-conformance-yaml "$(KUBERNETES_DIR)/test/conformance/testdata/conformance.yaml" "$(DIR)"
 
 # make test's tier: the specs hack/conformance/ci-specs.txt names, on
 # all-compatible, with the node images only; parallel specs only.

@@ -10,6 +10,10 @@
 // -out/<profile>; then it writes summary.md there (passed, failed and
 // skipped, with names) and passed.txt, which the next run of another profile
 // compares against. `make conformance` builds everything and calls it.
+//
+// `conformance check DIR` applies the checks of cncf/k8s-conformance's bot
+// to a submission folder (check.go); `make conformance-check DIR=...`
+// passes it the release's conformance.yaml and the current release.
 package main
 
 import (
@@ -42,6 +46,13 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		if err := runCheck(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.StringVar(&o.profile, "profile", "all-compatible", "the control plane to test (hack/conformance/profiles.go; docs/conformance.md)")
 	flag.StringVar(&o.bin, "bin", "_output/bin", "directory with e2e.test, ginkgo, local-up and the binaries local-up runs")
