@@ -277,7 +277,8 @@ CONFORMANCE_TOOLS := $(LOCAL_TOOLS) kube-apiserver-upstream etcd
 CONFORMANCE_PATHS = -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images $(E2E_IMAGES_DIR)/e2e.tar -containerd $(CONTAINERD_DIR) -out $(OUT)/conformance
 
 conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps e2e-images containerd ## Upstream's conformance suite, as root: PROFILE=all-compatible|default|upstream|impact-<plugin>, FOCUS=, SKIP=; reports in _output/conformance/<profile>.
-	$(BIN)/conformance -profile "$(PROFILE)" -focus "$$CONFORMANCE_FOCUS" -skip "$$CONFORMANCE_SKIP" -procs $(PROCS) $(CONFORMANCE_PATHS)
+	$(BIN)/conformance -profile "$(PROFILE)" -focus "$$CONFORMANCE_FOCUS" -skip "$$CONFORMANCE_SKIP" -procs $(PROCS) $(CONFORMANCE_PATHS) \
+		-reproduce "sudo make conformance PROFILE=$(PROFILE)$(if $(filter-out $(MAIN_LINE),$(LINE)), LINE=$(LINE))  # at $$(git rev-parse --short HEAD)"
 
 conformance-check: $(BIN)/conformance ## DIR=v1.Y/<product>: the CNCF bot's checks on a conformance submission folder.
 	@[[ -n "$(DIR)" ]] || { echo "conformance-check: DIR=<folder v1.Y/product> is required" >&2; exit 2; }

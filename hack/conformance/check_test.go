@@ -59,9 +59,9 @@ description: A kube-apiserver with every admission controller the documentation 
 contact_email_address: turnstile@example.org
 `
 
-// writeSubmission writes a submission that passes every check, under
+// writeTestSubmission writes a submission that passes every check, under
 // root/minor/turnstile, with edit applied to its files first.
-func writeSubmission(t *testing.T, minor string, edit func(files map[string]string)) (dir, yamlPath string) {
+func writeTestSubmission(t *testing.T, minor string, edit func(files map[string]string)) (dir, yamlPath string) {
 	t.Helper()
 	root := t.TempDir()
 	yamlPath = filepath.Join(root, "conformance.yaml")
@@ -96,7 +96,7 @@ func failures(results []checkResult) map[string]string {
 }
 
 func TestCheckAcceptsAGoodSubmission(t *testing.T) {
-	dir, yamlPath := writeSubmission(t, "v1.37", nil)
+	dir, yamlPath := writeTestSubmission(t, "v1.37", nil)
 	results := checkSubmission(dir, yamlPath, "v1.37.2")
 	if f := failures(results); len(f) > 0 {
 		t.Errorf("a good submission failed: %v", f)
@@ -182,7 +182,7 @@ func TestCheckRefuses(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, yamlPath := writeSubmission(t, tc.minor, tc.edit)
+			dir, yamlPath := writeTestSubmission(t, tc.minor, tc.edit)
 			f := failures(checkSubmission(dir, yamlPath, "v1.37.2"))
 			if f[tc.check] != tc.why {
 				t.Errorf("check %q said %q, want %q", tc.check, f[tc.check], tc.why)

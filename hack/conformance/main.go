@@ -43,6 +43,8 @@ type options struct {
 	procs, nodes                         int
 	passes                               string
 	timeout                              time.Duration
+	// product and reproduce go into the submission folder.
+	product, reproduce string
 }
 
 func main() {
@@ -67,6 +69,8 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 2, "real worker nodes (two: one spec needs two untainted nodes)")
 	flag.StringVar(&o.passes, "passes", "parallel,serial", "which passes to run, in this order: parallel (the specs that may share the cluster), serial (the [Serial] ones, alone)")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Hour, "ginkgo's timeout for each pass")
+	flag.StringVar(&o.product, "product", productFile, "the submission's PRODUCT.yaml (${VERSION} becomes the tested kube-apiserver's version)")
+	flag.StringVar(&o.reproduce, "reproduce", "", "the command that reproduces this run, for the submission's README.md (make conformance passes it); default: this command line")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
@@ -108,13 +112,17 @@ func run(o options) error {
 			return err
 		}
 	}
-	for _, name := range []string{"e2e.test", "ginkgo", "local-up", "kubectl", "kube-apiserver-upstream"} {
+	for _, name := range []string{"e2e.test", "ginkgo", "local-up", "kubectl", "kube-apiserver", "kube-apiserver-upstream"} {
 		if _, err := os.Stat(filepath.Join(o.bin, name)); err != nil {
 			return fmt.Errorf("%s is not built (make conformance builds it): %w", name, err)
 		}
 	}
-	if err := sameRelease(o.bin); err != nil {
+	release, err := sameRelease(o.bin)
+	if err != nil {
 		return err
+	}
+	if o.reproduce == "" {
+		o.reproduce = strings.Join(os.Args, " ")
 	}
 	dir := filepath.Join(o.out, p.Name)
 	// A fresh cluster and fresh reports for every run: results must not
@@ -164,6 +172,13 @@ func run(o options) error {
 		return errors.Join(runErr, err)
 	}
 	fmt.Printf("\n%s\nThe summary with every spec's name: %s\n", s.head(), filepath.Join(dir, "summary.md"))
+	if runErr == nil {
+		folder, err := writeSubmission(o, dir, release, passes, o.reproduce)
+		if err != nil {
+			return fmt.Errorf("writing the submission folder: %w", err)
+		}
+		fmt.Printf("The submission folder for cncf/k8s-conformance: %s (make conformance-check DIR=%s checks it)\n", folder, folder)
+	}
 	if runErr != nil {
 		return runErr
 	}
@@ -260,7 +275,7 @@ func runPasses(ctx context.Context, o options, dir string, c *cluster, passes []
 func runGinkgo(ctx context.Context, o options, dir string, c *cluster, ps pass) error {
 	args := []string{
 		"--procs=" + strconv.Itoa(ps.procs), "--label-filter=" + ps.labelFilter,
-		"--timeout=" + o.timeout.String(), "--no-color", "--silence-skips",
+		"--timeout=" + o.timeout.String(), "--no-color", "--silence-skips", "-v",
 		"--output-dir=" + dir, "--json-report=report-" + ps.name + ".json", "--junit-report=junit-" + ps.name + ".xml",
 	}
 	if o.focus != "" {
@@ -273,14 +288,21 @@ func runGinkgo(ctx context.Context, o options, dir string, c *cluster, ps pass) 
 		"--provider=skeleton", "--kubeconfig="+c.kubeconfig, "--kubectl-path="+filepath.Join(o.bin, "kubectl"),
 		// Gathering node logs needs SSH to the nodes, which provider
 		// skeleton has not; the logs are in the cluster's state directory.
-		"--disable-log-dump")
+		"--disable-log-dump",
+		// The e2e framework's own JUnit report, junit_01.xml, which the
+		// submission holds, as upstream's conformance image writes it.
+		"--report-dir="+filepath.Join(dir, "e2e-"+ps.name))
 	log, err := os.Create(filepath.Join(dir, "ginkgo-"+ps.name+".log"))
 	if err != nil {
 		return err
 	}
 	defer log.Close()
 	cmd := exec.Command(filepath.Join(o.bin, "ginkgo"), args...)
-	cmd.Stdout = io.MultiWriter(log, os.Stdout)
+	// The log is ginkgo's verbose output, every spec by name with what it
+	// logged (the submission's e2e.log); the terminal gets a line a spec.
+	progress := &progressWriter{out: os.Stdout}
+	defer progress.Flush()
+	cmd.Stdout = io.MultiWriter(log, progress)
 	cmd.Stderr = cmd.Stdout
 	// A process group of its own, with the e2e.test processes it starts,
 	// so that all of them can be stopped at once.
@@ -421,16 +443,16 @@ func tail(path string, n int) string {
 // plane's binaries beside it: a suite run against another release's
 // control plane passes or fails for the wrong reasons (make conformance
 // LINE=1.Y once ran main's binaries with the line's suite).
-func sameRelease(bin string) error {
+func sameRelease(bin string) (string, error) {
 	suite, err := exec.Command(filepath.Join(bin, "e2e.test"), "--version").Output()
 	if err != nil {
-		return fmt.Errorf("e2e.test --version: %w", err)
+		return "", fmt.Errorf("e2e.test --version: %w", err)
 	}
 	server, err := exec.Command(filepath.Join(bin, "kube-apiserver-upstream"), "--version").Output()
 	if err != nil {
-		return fmt.Errorf("kube-apiserver-upstream --version: %w", err)
+		return "", fmt.Errorf("kube-apiserver-upstream --version: %w", err)
 	}
-	return compareReleases(string(suite), string(server), bin)
+	return strings.TrimPrefix(strings.TrimSpace(string(suite)), "Kubernetes "), compareReleases(string(suite), string(server), bin)
 }
 
 var releaseRE = regexp.MustCompile(`v[0-9]+\.[0-9]+\.[0-9]+`)
