@@ -201,14 +201,17 @@ passes' output, one after the other, and junit_01.xml the e2e framework's report
 
 // progressWriter passes ginkgo's verbose output to the terminal as a line
 // a spec (its outcome and name) and the summaries, so that a run of
-// hundreds of specs shows its progress without every spec's log. In the
-// verbose output a spec's report follows a separator: its outcome ("•
-// [3.1 seconds]", "• [FAILED] ..."), then its name.
+// hundreds of specs shows its progress without every spec's log. A spec's
+// report starts at a separator. With parallel processes ginkgo prints it
+// whole when the spec ends: the outcome ("• [3.1 seconds]", "• [FAILED]
+// ..."), then the name. With one process it streams it: the name, the
+// spec's log, then the outcome.
 type progressWriter struct {
 	out       io.Writer
 	partial   []byte
 	separated bool   // the last line was a separator
 	outcome   string // a spec's outcome, waiting for its name
+	name      string // a spec's name, waiting for its outcome
 }
 
 var progressLines = regexp.MustCompile(`^(Running Suite|Will run|Ran [0-9]+ of|SUCCESS!|FAIL!|Summarizing|  \[FAIL\]|  \[PANICKED\]|  \[TIMEDOUT\])`)
@@ -230,14 +233,19 @@ func (w *progressWriter) line(l string) {
 	w.separated = false
 	switch {
 	case strings.HasPrefix(l, "------------------------------"):
-		w.separated, w.outcome = true, ""
+		w.separated, w.outcome, w.name = true, "", ""
 	case separated && strings.HasPrefix(l, "•"):
 		w.outcome = strings.TrimSpace(l)
+	case progressLines.MatchString(l):
+		fmt.Fprintln(w.out, l)
+	case separated && strings.TrimSpace(l) != "":
+		w.name = strings.TrimSpace(l)
 	case w.outcome != "" && strings.TrimSpace(l) != "":
 		fmt.Fprintf(w.out, "%s %s\n", w.outcome, strings.TrimSpace(l))
 		w.outcome = ""
-	case progressLines.MatchString(l):
-		fmt.Fprintln(w.out, l)
+	case w.name != "" && strings.HasPrefix(l, "•"):
+		fmt.Fprintf(w.out, "%s %s\n", strings.TrimSpace(l), w.name)
+		w.name = ""
 	}
 }
 

@@ -61,7 +61,9 @@ func TestMergeJUnit(t *testing.T) {
 }
 
 // The terminal sees a line a spec, named, and the summaries; the rest of
-// ginkgo's verbose output stays in the log.
+// ginkgo's verbose output stays in the log. Both of ginkgo's forms: a
+// parallel process's report (outcome, then name) and one process's
+// stream (name, log, outcome).
 func TestProgressWriter(t *testing.T) {
 	var out strings.Builder
 	w := &progressWriter{out: &out}
@@ -85,6 +87,11 @@ k8s.io/kubernetes@v1.37.2/test/e2e/node/pods.go:12
 [sig-apps] Job should fail [Conformance] [sig-apps, Conformance]
   STEP: doing it
 ------------------------------
+[sig-apps] Daemon set should run and stop simple daemon [Conformance] [Serial] [sig-apps, Serial, Conformance]
+k8s.io/kubernetes@v1.37.2/test/e2e/apps/daemon_set.go:179
+  STEP: Creating a kubernetes client @ 11/28/26 02:53:44.549
+• [3.311 seconds]
+------------------------------
 Summarizing 1 Failure:
   [FAIL] [sig-apps] Job should fail [Conformance]
 Ran 2 of 3206 Specs in 20.1 seconds
@@ -102,6 +109,7 @@ FAIL! -- 1 Passed | 1 Failed | 0 Pending | 3204 Skipped`
 Will run 2 of 3206 specs
 • [3.145 seconds] [sig-node] Pods should be submitted and removed [NodeConformance] [Conformance] [sig-node, NodeConformance, Conformance]
 • [FAILED] [12.001 seconds] [sig-apps] Job should fail [Conformance] [sig-apps, Conformance]
+• [3.311 seconds] [sig-apps] Daemon set should run and stop simple daemon [Conformance] [Serial] [sig-apps, Serial, Conformance]
 Summarizing 1 Failure:
   [FAIL] [sig-apps] Job should fail [Conformance]
 Ran 2 of 3206 Specs in 20.1 seconds
