@@ -143,11 +143,13 @@ func errIf(cond bool, format string, args ...any) error {
 	return nil
 }
 
+var yamlSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+
 func checkProduct(data []byte) error {
 	if data == nil {
 		return errors.New("no PRODUCT.yaml")
 	}
-	if docs := regexp.MustCompile(`(?m)^---\s*$`).Split(strings.TrimSpace(string(data)), -1); len(docs) > 1 && strings.TrimSpace(docs[1]) != "" {
+	if docs := yamlSeparator.Split(strings.TrimSpace(string(data)), -1); len(docs) > 1 && strings.TrimSpace(docs[1]) != "" {
 		return errors.New("PRODUCT.yaml holds more than one document: one product a submission")
 	}
 	var fields map[string]any
@@ -268,8 +270,11 @@ func (c junitCase) ran() bool {
 	return c.isSpec() && c.Skipped == nil && c.Status != "skipped"
 }
 
+// failedStates are the ginkgo states of a spec that did not pass.
+var failedStates = []string{"failed", "panicked", "timedout", "interrupted", "aborted"}
+
 func (c junitCase) failed() bool {
-	return c.Failure != nil || c.Error != nil || c.Status == "failed" || c.Status == "panicked" || c.Status == "timedout" || c.Status == "interrupted" || c.Status == "aborted"
+	return c.Failure != nil || c.Error != nil || slices.Contains(failedStates, c.Status)
 }
 
 func junitCases(data []byte) ([]junitCase, error) {

@@ -109,10 +109,10 @@ func mergeJUnit(paths []string) ([]byte, error) {
 		c := byName[n]
 		suite.Cases = append(suite.Cases, c)
 		suite.Tests++
-		switch c.attr("status") {
-		case "skipped", "pending":
+		switch status := c.attr("status"); {
+		case status == "skipped" || status == "pending":
 			suite.Skipped++
-		case "failed", "panicked", "timedout", "interrupted", "aborted":
+		case slices.Contains(failedStates, status):
 			suite.Failures++
 		}
 	}

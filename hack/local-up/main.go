@@ -477,9 +477,8 @@ func commandLines(cfg *kubeadmapi.InitConfiguration, o options) (map[string][]st
 		}
 		c[0] = filepath.Join(o.bin, c[0])
 		if name == kubeadmconstants.KubeAPIServer {
-			if o.upstream {
-				c[0] += "-upstream"
-			} else {
+			c[0] = apiserverBinary(o)
+			if !o.upstream {
 				c = append(c, "--embedded-etcd-data-dir="+etcdDataDir(o))
 			}
 		}

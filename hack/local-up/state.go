@@ -109,6 +109,8 @@ func compareStateVersion(made, running *version.Version, o options) error {
 
 func minorOf(v *version.Version) string { return fmt.Sprintf("v%d.%d", v.Major(), v.Minor()) }
 
+// apiserverBinary is the kube-apiserver this run starts, and whose release
+// the state records.
 func apiserverBinary(o options) string {
 	if o.upstream {
 		return filepath.Join(o.bin, "kube-apiserver-upstream")

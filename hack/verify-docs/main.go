@@ -281,7 +281,7 @@ var date = regexp.MustCompile(`\b(19|20)\d\d-\d\d(-\d\d)?\b|(?i)\b(January|Febru
 // datedHeadings reports every heading titled by a date: a doc says what
 // is true now, and the date a finding was made belongs to git.
 func datedHeadings(file, doc string) []string {
-	prose, _ := splitFencesOnly(doc)
+	prose := splitFencesOnly(doc)
 	var problems []string
 	for _, line := range strings.Split(prose, "\n") {
 		if m := heading.FindStringSubmatch(line); m != nil && date.MatchString(m[1]) {
@@ -297,7 +297,7 @@ var heading = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*\s*$`)
 // punctuation but hyphens and underscores dropped, spaces as hyphens, and
 // -1, -2 for repeats.
 func headingAnchors(doc string) map[string]bool {
-	prose, _ := splitFencesOnly(doc)
+	prose := splitFencesOnly(doc)
 	anchors := map[string]bool{}
 	seen := map[string]int{}
 	for _, m := range heading.FindAllStringSubmatch(prose, -1) {
@@ -314,7 +314,7 @@ func headingAnchors(doc string) map[string]bool {
 
 // splitFencesOnly is doc without its fenced blocks (a `# comment` in a
 // shell block is no heading), inline code kept.
-func splitFencesOnly(doc string) (string, bool) {
+func splitFencesOnly(doc string) string {
 	var b strings.Builder
 	in := false
 	for _, line := range strings.Split(doc, "\n") {
@@ -327,7 +327,7 @@ func splitFencesOnly(doc string) (string, bool) {
 			b.WriteString(line + "\n")
 		}
 	}
-	return b.String(), in
+	return b.String()
 }
 
 var markdownLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)

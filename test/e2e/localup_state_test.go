@@ -261,7 +261,7 @@ func TestLocalUpRefusesDowngrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	version := strings.TrimPrefix(strings.TrimSpace(mustOutput(t, filepath.Join(filepath.Dir(binary), "kube-apiserver"), "--version")), "Kubernetes ")
+	version := releaseOf(t, filepath.Join(filepath.Dir(binary), "kube-apiserver"))
 	var major, minor int
 	if _, err := fmt.Sscanf(version, "v%d.%d.", &major, &minor); err != nil {
 		t.Fatalf("kube-apiserver --version: %q: %v", version, err)
@@ -294,13 +294,15 @@ func TestLocalUpRefusesDowngrade(t *testing.T) {
 	}
 }
 
-func mustOutput(t *testing.T, name string, args ...string) string {
+// releaseOf is what the Kubernetes binary at path says its release is
+// (v1.37.2+turnstile.1 for ours).
+func releaseOf(t *testing.T, path string) string {
 	t.Helper()
-	out, err := exec.Command(name, args...).Output()
+	out, err := exec.Command(path, "--version").Output()
 	if err != nil {
-		t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
+		t.Fatalf("%s --version: %v", path, err)
 	}
-	return string(out)
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes ")
 }
 
 // `make run` on one state across Kubernetes lines, with the real binaries
@@ -318,10 +320,7 @@ func TestLocalUpAcrossLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	newBin := filepath.Dir(binary)
-	version := func(bin string) string {
-		return strings.TrimPrefix(strings.TrimSpace(mustOutput(t, filepath.Join(bin, "kube-apiserver"), "--version")), "Kubernetes ")
-	}
-	oldVersion, newVersion := version(oldBin), version(newBin)
+	oldVersion, newVersion := releaseOf(t, filepath.Join(oldBin, "kube-apiserver")), releaseOf(t, filepath.Join(newBin, "kube-apiserver"))
 	dir := t.TempDir()
 
 	old := launchLocalUp(t, localUpRun{dir: dir, bin: oldBin})
