@@ -88,7 +88,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check test test-conformance test-unit test-e2e test-release test-ha test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -275,10 +275,25 @@ PROCS   ?= 8
 CONFORMANCE_TOOLS := $(LOCAL_TOOLS) kube-apiserver-upstream etcd
 # The line's binaries, images and reports (LINE=1.Y: under _output/lines/1.Y).
 CONFORMANCE_PATHS = -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images $(E2E_IMAGES_DIR)/e2e.tar -containerd $(CONTAINERD_DIR) -out $(OUT)/conformance
+# RUNNER=hydrophone runs the suite the way certification does: hydrophone
+# (test/hydrophone's module) starts upstream's conformance image, built here
+# (make conformance-image), in the cluster.
+RUNNER ?= ours
+CONFORMANCE_RUNNER_DEPS = $(if $(filter hydrophone,$(RUNNER)),conformance-image $(BIN)/hydrophone)
 
-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps e2e-images containerd ## Upstream's conformance suite, as root: PROFILE=all-compatible|default|upstream|impact-<plugin>, FOCUS=, SKIP=; reports in _output/conformance/<profile>.
-	$(BIN)/conformance -profile "$(PROFILE)" -focus "$$CONFORMANCE_FOCUS" -skip "$$CONFORMANCE_SKIP" -procs $(PROCS) $(CONFORMANCE_PATHS) \
-		-reproduce "sudo make conformance PROFILE=$(PROFILE)$(if $(filter-out $(MAIN_LINE),$(LINE)), LINE=$(LINE))  # at $$(git rev-parse --short HEAD)"
+conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps e2e-images containerd $(CONFORMANCE_RUNNER_DEPS) ## Upstream's conformance suite, as root: PROFILE=all-compatible|default|upstream|impact-<plugin>, FOCUS=, SKIP=, RUNNER=ours|hydrophone; reports in _output/conformance/<profile>.
+	$(BIN)/conformance -runner "$(RUNNER)" -profile "$(PROFILE)" -focus "$$CONFORMANCE_FOCUS" -skip "$$CONFORMANCE_SKIP" -procs $(PROCS) $(CONFORMANCE_PATHS) \
+		-conformance-image $(E2E_IMAGES_DIR)/conformance.tar \
+		-reproduce "sudo make conformance PROFILE=$(PROFILE)$(if $(filter-out ours,$(RUNNER)), RUNNER=$(RUNNER))$(if $(filter-out $(MAIN_LINE),$(LINE)), LINE=$(LINE))  # at $$(git rev-parse --short HEAD)"
+
+conformance-image: e2e-images $(addprefix $(BIN)/,e2e.test ginkgo kubectl go-runner nodeimages) ## Upstream's conformance image (registry.k8s.io/conformance:<version>: go-runner, ginkgo, e2e.test, kubectl) in _output/images/e2e; needs root.
+	$(BIN)/nodeimages -conformance -out $(E2E_IMAGES_DIR) -bin $(BIN) -kubernetes "$(KUBERNETES_DIR)" -kubernetes-version "$$(hack/line.sh version $(LINE))"
+
+$(BIN)/go-runner: FORCE
+	$(call goflags,test/conformance) $(GO) build -C test/conformance -trimpath -o $(CURDIR)/$@ k8s.io/kubernetes/test/conformance/image/go-runner
+
+$(BIN)/hydrophone: FORCE
+	$(base_goflags) $(GO) build -C test/hydrophone -trimpath -o $(CURDIR)/$@ sigs.k8s.io/hydrophone
 
 conformance-check: $(BIN)/conformance ## DIR=v1.Y/<product>: the CNCF bot's checks on a conformance submission folder.
 	@[[ -n "$(DIR)" ]] || { echo "conformance-check: DIR=<folder v1.Y/product> is required" >&2; exit 2; }

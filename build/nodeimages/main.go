@@ -16,7 +16,9 @@
 // (oci.ControlPlaneImages) instead, from the binaries in -bin, upstream's
 // kube-apiserver being kube-apiserver-upstream there; with -e2e, the rest of the images upstream's e2e
 // framework runs (oci.E2EImages) into one archive, on a Debian root file
-// system that mmdebstrap makes from Debian's packages (make e2e-images).
+// system that mmdebstrap makes from Debian's packages (make e2e-images);
+// with -conformance, upstream's conformance image on that root file system
+// (oci.ConformanceImage; make conformance-image).
 //
 // An archive whose inputs (files, their modes and contents, the configs,
 // this program) are those of its last build is not written again: the
@@ -67,10 +69,18 @@ func main() {
 	kubernetes := flag.String("kubernetes", "", "the k8s.io/kubernetes module's directory (go list -m -f '{{.Dir}}' k8s.io/kubernetes)")
 	busybox := flag.String("busybox", "", "a static busybox; empty for Debian trixie's busybox-static (1.37, upstream's e2e busybox version), fetched into -out with mmdebstrap")
 	bash := flag.String("bash", "/bin/bash-static", "a static bash for the agnhost image (Debian's bash-static)")
-	version := flag.String("kubernetes-version", "", "with -control-plane, the version kubeadm names the control-plane images after (v1.36.3)")
+	version := flag.String("kubernetes-version", "", "with -control-plane, the version kubeadm names the control-plane images after (v1.37.2); with -conformance, the conformance image's tag")
 	controlPlane := flag.Bool("control-plane", false, "write kubeadm's kube-apiserver (from kube-apiserver-upstream), kube-controller-manager, kube-scheduler and etcd images from the binaries in -bin instead")
 	e2e := flag.Bool("e2e", false, "write the rest of the e2e framework's images instead, into -out/"+oci.E2EImageArchive+" (needs mmdebstrap and Debian's package mirror)")
+	conformance := flag.Bool("conformance", false, "write upstream's conformance image of -kubernetes-version instead, into -out/"+oci.ConformanceImageArchive+", from e2e.test, ginkgo, kubectl and go-runner in -bin, on -e2e's Debian root file system")
 	flag.Parse()
+	if *conformance {
+		if err := runConformance(os.Stdout, *out, *bin, *kubernetes, *version); err != nil {
+			fmt.Fprintf(os.Stderr, "nodeimages: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if !*controlPlane {
 		*version = ""
 	} else if *version == "" {

@@ -123,3 +123,19 @@ func ControlPlaneImages(kubernetesVersion string) []NodeImage {
 		{Name: "etcd", Tags: []string{"registry.k8s.io/etcd:" + kubeadmconstants.DefaultEtcdVersion}, Tarball: "etcd.tar"},
 	}
 }
+
+// ConformanceImageArchive is the docker-archive, beside E2EImageArchive
+// (make conformance-image: _output/images/e2e), of ConformanceImage.
+const ConformanceImageArchive = "conformance.tar"
+
+// ConformanceImage is upstream's conformance image of kubernetesVersion
+// (test/conformance/image: go-runner running ginkgo over e2e.test), under
+// the names its Makefile pushes, registry.k8s.io/conformance:vX.Y.Z and
+// registry.k8s.io/conformance-ARCH:vX.Y.Z: hydrophone and sonobuoy ask
+// for the first, with the server's version.
+func ConformanceImage(kubernetesVersion, arch string) NodeImage {
+	return NodeImage{Name: "conformance", Tags: []string{
+		"registry.k8s.io/conformance:" + kubernetesVersion,
+		"registry.k8s.io/conformance-" + arch + ":" + kubernetesVersion,
+	}, Tarball: ConformanceImageArchive}
+}

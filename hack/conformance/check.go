@@ -246,11 +246,17 @@ func e2eLogRan(log []byte) (int, error) {
 
 // junitCase is a testcase of junit_01.xml as the e2e framework writes it.
 type junitCase struct {
-	Name    string    `xml:"name,attr"`
-	Status  string    `xml:"status,attr"`
-	Skipped *struct{} `xml:"skipped"`
-	Failure *struct{} `xml:"failure"`
-	Error   *struct{} `xml:"error"`
+	Name    string        `xml:"name,attr"`
+	Status  string        `xml:"status,attr"`
+	Time    float64       `xml:"time,attr"`
+	Skipped *junitMessage `xml:"skipped"`
+	Failure *junitMessage `xml:"failure"`
+	Error   *junitMessage `xml:"error"`
+}
+
+// junitMessage is a case's <skipped>, <failure> or <error>.
+type junitMessage struct {
+	Message string `xml:"message,attr"`
 }
 
 // spec is the case's spec name as conformance.yaml writes it: the e2e
@@ -364,4 +370,14 @@ func releasedBy(releases string, target *version.Version) bool {
 		}
 	}
 	return false
+}
+
+// message is what the case's <failure>, <error> or <skipped> says.
+func (c junitCase) message() string {
+	for _, m := range []*junitMessage{c.Failure, c.Error, c.Skipped} {
+		if m != nil {
+			return m.Message
+		}
+	}
+	return ""
 }

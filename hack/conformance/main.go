@@ -39,6 +39,9 @@ import (
 type options struct {
 	profile, bin, images, e2eImages, out string
 	containerd                           string
+	// runner is ours or hydrophone; conformanceImage is upstream's
+	// conformance image's archive, which hydrophone starts.
+	runner, conformanceImage string
 	focus, skip, specs                   string
 	procs, nodes                         int
 	passes                               string
@@ -61,13 +64,15 @@ func main() {
 	flag.StringVar(&o.images, "images", "_output/images/node", "the nodes' image tarballs (make node-images control-plane-images)")
 	flag.StringVar(&o.e2eImages, "e2e-images", "_output/images/e2e/e2e.tar", "the e2e framework's other images (make e2e-images); empty for none, when the specs run need only the node images")
 	flag.StringVar(&o.containerd, "containerd", "_output/bin/containerd-2", "containerd 2's binaries for the nodes (make containerd); empty for Debian's containerd 1.6, which has no image volumes")
+	flag.StringVar(&o.runner, "runner", runnerOurs, "who runs the suite: ours (ginkgo and e2e.test on this machine) or hydrophone (upstream's conformance image in the cluster, started by hydrophone in -bin, as certification runs it)")
+	flag.StringVar(&o.conformanceImage, "conformance-image", "_output/images/e2e/conformance.tar", "with -runner hydrophone, the archive of upstream's conformance image (make conformance-image) for the nodes to import")
 	flag.StringVar(&o.out, "out", "_output/conformance", "where each profile's reports go, in a directory of its name")
 	flag.StringVar(&o.focus, "focus", "", "run only the [Conformance] specs whose names match this regular expression")
 	flag.StringVar(&o.skip, "skip", "", "leave out the specs whose names match this regular expression")
 	flag.StringVar(&o.specs, "specs", "", "run only the specs this file names, one full name a line (# starts a comment); each must run")
 	flag.IntVar(&o.procs, "procs", 8, "ginkgo processes for the parallel pass (they mostly wait for pods)")
 	flag.IntVar(&o.nodes, "nodes", 2, "real worker nodes (two: one spec needs two untainted nodes)")
-	flag.StringVar(&o.passes, "passes", "parallel,serial", "which passes to run, in this order: parallel (the specs that may share the cluster), serial (the [Serial] ones, alone)")
+	flag.StringVar(&o.passes, "passes", defaultPasses, "which passes to run, in this order: parallel (the specs that may share the cluster), serial (the [Serial] ones, alone)")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Hour, "ginkgo's timeout for each pass")
 	flag.StringVar(&o.product, "product", productFile, "the submission's PRODUCT.yaml (${VERSION} becomes the tested kube-apiserver's version)")
 	flag.StringVar(&o.reproduce, "reproduce", "", "the command that reproduces this run, for the submission's README.md (make conformance passes it); default: this command line")
@@ -90,6 +95,19 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	switch o.runner {
+	case runnerOurs:
+		o.conformanceImage = ""
+	case runnerHydrophone:
+		if o.passes != defaultPasses {
+			return errors.New("-passes is our runner's: hydrophone runs every selected spec in one ginkgo run, the [Serial] ones alone at its end")
+		}
+		if o.specs != "" {
+			return errors.New("-specs is our runner's; with hydrophone, name the specs with -focus")
+		}
+	default:
+		return fmt.Errorf("-runner %q: %w", o.runner, errNoRunner)
+	}
 	userFocus := o.focus
 	if _, err := unmatchedAlternatives(o.focus, nil); err != nil {
 		return err // before anything starts
@@ -104,7 +122,7 @@ func run(o options) error {
 		}
 		o.focus = focusOn(named)
 	}
-	for _, path := range []*string{&o.bin, &o.images, &o.e2eImages, &o.containerd, &o.out} {
+	for _, path := range []*string{&o.bin, &o.images, &o.e2eImages, &o.containerd, &o.conformanceImage, &o.out} {
 		if *path == "" {
 			continue
 		}
@@ -112,7 +130,14 @@ func run(o options) error {
 			return err
 		}
 	}
-	for _, name := range []string{"e2e.test", "ginkgo", "local-up", "kubectl", "kube-apiserver", "kube-apiserver-upstream"} {
+	tools := []string{"e2e.test", "ginkgo", "local-up", "kubectl", "kube-apiserver", "kube-apiserver-upstream"}
+	if o.runner == runnerHydrophone {
+		tools = append(tools, "hydrophone")
+		if _, err := os.Stat(o.conformanceImage); err != nil {
+			return fmt.Errorf("upstream's conformance image is not built (make conformance RUNNER=hydrophone builds it: make conformance-image): %w", err)
+		}
+	}
+	for _, name := range tools {
 		if _, err := os.Stat(filepath.Join(o.bin, name)); err != nil {
 			return fmt.Errorf("%s is not built (make conformance builds it): %w", name, err)
 		}
@@ -124,7 +149,7 @@ func run(o options) error {
 	if o.reproduce == "" {
 		o.reproduce = strings.Join(os.Args, " ")
 	}
-	dir := filepath.Join(o.out, p.Name)
+	dir := reportDir(o.out, o.runner, p)
 	// A fresh cluster and fresh reports for every run: results must not
 	// depend on what an earlier run left behind.
 	if err := cleanCluster(o, filepath.Join(o.out, "cluster")); err != nil {
@@ -142,7 +167,7 @@ func run(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	fmt.Printf("conformance: profile %s: %s\n", p.Name, p.Description)
+	fmt.Printf("conformance: profile %s: %s; runner: %s\n", p.Name, p.Description, o.runner)
 	began := time.Now()
 	if p.ImagePolicy {
 		backend, config, err := startImagePolicyBackend(dir)
@@ -163,15 +188,32 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	runErr := runPasses(ctx, o, dir, cluster, passes)
+	var runErr error
+	if o.runner == runnerHydrophone {
+		runErr = runHydrophone(ctx, o, dir, cluster)
+	} else {
+		runErr = runPasses(ctx, o, dir, cluster, passes)
+	}
 	if err := cluster.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 	}
-	s, err := summarize(dir, p, time.Since(began), userFocus)
+	var s summary
+	if o.runner == runnerHydrophone {
+		s, err = summarizeJUnit(dir, p, time.Since(began), userFocus)
+	} else {
+		s, err = summarize(dir, p, time.Since(began), userFocus)
+	}
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
 	fmt.Printf("\n%s\nThe summary with every spec's name: %s\n", s.head(), filepath.Join(dir, "summary.md"))
+	if o.runner == runnerHydrophone {
+		extra := agreement(s, reportDir(o.out, runnerOurs, p)) + pullReport(filepath.Join(o.out, "cluster", "logs", "registry.log"))
+		fmt.Print(extra)
+		if err := appendFile(filepath.Join(dir, "summary.md"), extra); err != nil {
+			return errors.Join(runErr, err)
+		}
+	}
 	if runErr == nil {
 		folder, err := writeSubmission(o, dir, release, passes, o.reproduce)
 		if err != nil {
@@ -223,6 +265,19 @@ func focusOn(names []string) string {
 		quoted[i] = regexp.QuoteMeta(n)
 	}
 	return "(^| )(" + strings.Join(quoted, "|") + ")$"
+}
+
+// defaultPasses are both passes, in upstream's order.
+const defaultPasses = "parallel,serial"
+
+// appendFile adds text at the end of the file at path.
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }
 
 // pass is one ginkgo run over part of the specs.
@@ -346,7 +401,7 @@ type cluster struct {
 func startCluster(ctx context.Context, o options, p profile, dir string) (*cluster, error) {
 	state := filepath.Join(o.out, "cluster")
 	args := []string{"-dir", state, "-bin", o.bin, "-nodes", strconv.Itoa(o.nodes),
-		"-images", o.images, "-e2e-images", o.e2eImages, "-containerd", o.containerd}
+		"-images", o.images, "-e2e-images", o.e2eImages, "-extra-images", o.conformanceImage, "-containerd", o.containerd}
 	for _, flag := range []string{"-port", "-controller-manager-port", "-scheduler-port"} {
 		port, err := ports.Free()
 		if err != nil {

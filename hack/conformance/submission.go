@@ -127,8 +127,8 @@ func mergeJUnit(paths []string) ([]byte, error) {
 
 var releaseOf = regexp.MustCompile(`^v(1\.[0-9]+)\.`)
 
-// writeSubmission writes dir/submission/v1.Y/turnstile from the passes'
-// logs and reports, and returns the folder.
+// writeSubmission writes dir/submission/v1.Y/turnstile from the run's
+// logs and reports (runLogs), and returns the folder.
 func writeSubmission(o options, dir, release string, passes []pass, command string) (string, error) {
 	m := releaseOf.FindStringSubmatch(release)
 	if m == nil {
@@ -141,17 +141,7 @@ func writeSubmission(o options, dir, release string, passes []pass, command stri
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		return "", err
 	}
-	var log []byte
-	var reports []string
-	for _, ps := range passes {
-		data, err := os.ReadFile(filepath.Join(dir, "ginkgo-"+ps.name+".log"))
-		if err != nil {
-			return "", err
-		}
-		log = append(log, data...)
-		reports = append(reports, filepath.Join(dir, "e2e-"+ps.name, "junit_01.xml"))
-	}
-	junit, err := mergeJUnit(reports)
+	log, junit, err := runLogs(o.runner, dir, passes)
 	if err != nil {
 		return "", err
 	}
@@ -164,7 +154,7 @@ func writeSubmission(o options, dir, release string, passes []pass, command stri
 		return "", fmt.Errorf("kube-apiserver --version: %w", err)
 	}
 	product = []byte(strings.ReplaceAll(string(product), "${VERSION}", strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes ")))
-	files := map[string][]byte{"e2e.log": log, "junit_01.xml": junit, "PRODUCT.yaml": product, "README.md": []byte(submissionReadme(release, command))}
+	files := map[string][]byte{"e2e.log": log, "junit_01.xml": junit, "PRODUCT.yaml": product, "README.md": []byte(submissionReadme(o.runner, release, command))}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(folder, name), data, 0o644); err != nil {
 			return "", err
@@ -173,8 +163,43 @@ func writeSubmission(o options, dir, release string, passes []pass, command stri
 	return folder, nil
 }
 
+// runLogs are the submission's e2e.log and junit_01.xml: hydrophone's as it
+// downloaded them; for ours, the passes' ginkgo logs one after the other,
+// and their junit_01.xml merged.
+func runLogs(runner, dir string, passes []pass) (log, junit []byte, err error) {
+	if runner == runnerHydrophone {
+		if log, err = os.ReadFile(filepath.Join(dir, "e2e.log")); err != nil {
+			return nil, nil, err
+		}
+		junit, err = os.ReadFile(filepath.Join(dir, "junit_01.xml"))
+		return log, junit, err
+	}
+	var reports []string
+	for _, ps := range passes {
+		data, err := os.ReadFile(filepath.Join(dir, "ginkgo-"+ps.name+".log"))
+		if err != nil {
+			return nil, nil, err
+		}
+		log = append(log, data...)
+		reports = append(reports, filepath.Join(dir, "e2e-"+ps.name, "junit_01.xml"))
+	}
+	junit, err = mergeJUnit(reports)
+	return log, junit, err
+}
+
 // submissionReadme is README.md: how to reproduce the run, exactly.
-func submissionReadme(release, command string) string {
+func submissionReadme(runner, release, command string) string {
+	how := `runs upstream's
+e2e.test and ginkgo of this release in two passes (the [Conformance] specs that may share the
+cluster, in parallel; then the [Serial] ones alone), and writes this folder: e2e.log is the two
+passes' output, one after the other, and junit_01.xml the e2e framework's report of each, merged.`
+	if runner == runnerHydrophone {
+		how = `runs
+hydrophone (sigs.k8s.io/hydrophone) with --conformance, which starts upstream's conformance image of
+this release (registry.k8s.io/conformance, built from the release's module and served to the nodes
+by the run's own registry) in the cluster, and writes this folder: e2e.log and junit_01.xml are the
+files hydrophone downloaded from the conformance pod, as it wrote them.`
+	}
 	return fmt.Sprintf(`# Turnstile %s
 
 Turnstile is upstream's kube-apiserver with every admission controller the Kubernetes documentation
@@ -192,11 +217,8 @@ make conformance-check DIR=<this folder>
 `+"```"+`
 
 The run starts a control plane (Turnstile's kube-apiserver, kube-controller-manager, kube-scheduler)
-and two real worker nodes (containerd 2, the kubelet, kube-proxy) on the machine, runs upstream's
-e2e.test and ginkgo of this release in two passes (the [Conformance] specs that may share the
-cluster, in parallel; then the [Serial] ones alone), and writes this folder: e2e.log is the two
-passes' output, one after the other, and junit_01.xml the e2e framework's report of each, merged.
-`, release, command)
+and two real worker nodes (containerd 2, the kubelet, kube-proxy) on the machine, %s
+`, release, command, how)
 }
 
 // progressWriter passes ginkgo's verbose output to the terminal as a line

@@ -97,6 +97,31 @@ func summarize(dir string, p profile, took time.Duration, focus string) (summary
 	if len(s.passes) == 0 {
 		return s, fmt.Errorf("no ginkgo report in %s", dir)
 	}
+	return s, s.finish(dir, focus)
+}
+
+// summarizeJUnit is summarize for a run whose only report is the e2e
+// framework's junit_01.xml in dir, as hydrophone downloads it.
+func summarizeJUnit(dir string, p profile, took time.Duration, focus string) (summary, error) {
+	s := summary{profile: p, took: took, lost: map[string][]string{}, passes: []string{"hydrophone"}}
+	path := filepath.Join(dir, "junit_01.xml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("hydrophone wrote no report: %w", err)
+	}
+	cases, err := junitCases(data)
+	if err != nil {
+		return s, err
+	}
+	for _, c := range cases {
+		s.addCase("hydrophone", c)
+	}
+	return s, s.finish(dir, focus)
+}
+
+// finish sorts the outcomes, writes passed.txt and summary.md in dir, and
+// compares with the other runs in dir's parent.
+func (s *summary) finish(dir, focus string) error {
 	for _, list := range [][]outcome{s.passed, s.failed, s.skipped} {
 		slices.SortFunc(list, func(a, b outcome) int { return strings.Compare(a.name, b.name) })
 	}
@@ -105,15 +130,37 @@ func summarize(dir string, p profile, took time.Duration, focus string) (summary
 		names = append(names, o.name)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "passed.txt"), []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
-		return s, err
+		return err
 	}
-	s.compare(filepath.Dir(dir))
+	s.compare(filepath.Dir(dir), filepath.Base(dir))
 	unmatched, err := unmatchedAlternatives(focus, s.names())
 	if err != nil {
-		return s, err
+		return err
 	}
 	s.unmatchedFocus = unmatched
-	return s, os.WriteFile(filepath.Join(dir, "summary.md"), []byte(s.text()), 0o644)
+	return os.WriteFile(filepath.Join(dir, "summary.md"), []byte(s.text()), 0o644)
+}
+
+// addCase counts one case of junit_01.xml. Specs that the filters left out
+// are skipped with ginkgo's bare message "skipped": they did not run; a
+// spec that skipped itself says why ("skipped - REASON").
+func (s *summary) addCase(ps string, c junitCase) {
+	if !c.isSpec() {
+		if c.failed() {
+			s.failed = append(s.failed, outcome{name: c.Name, pass: ps, reason: firstLine(c.message())})
+		}
+		return
+	}
+	o := outcome{name: c.spec(), pass: ps, took: time.Duration(c.Time * float64(time.Second)), reason: firstLine(c.message())}
+	switch {
+	case c.failed():
+		s.failed = append(s.failed, o)
+	case c.Skipped != nil && c.Skipped.Message == "skipped":
+	case c.Skipped != nil || c.Status == "skipped":
+		s.skipped = append(s.skipped, o)
+	default:
+		s.passed = append(s.passed, o)
+	}
 }
 
 // add counts the specs of one report. Specs that the label filter left
@@ -144,9 +191,10 @@ func (s *summary) add(ps string, suite suiteReport) {
 	}
 }
 
-// compare finds the specs that another profile's last run passed and this
-// run did not; with FOCUS or SKIP, only those this run selected count.
-func (s *summary) compare(out string) {
+// compare finds the specs that another run in out (another profile's, or
+// the other runner's on this one) passed and this run, self, did not; with
+// FOCUS or SKIP, only those this run selected count.
+func (s *summary) compare(out, self string) {
 	ran := map[string]bool{}
 	for _, list := range [][]outcome{s.passed, s.failed, s.skipped} {
 		for _, o := range list {
@@ -160,7 +208,7 @@ func (s *summary) compare(out string) {
 	others, _ := filepath.Glob(filepath.Join(out, "*", "passed.txt"))
 	for _, path := range others {
 		other := filepath.Base(filepath.Dir(path))
-		if other == s.profile.Name {
+		if other == self {
 			continue
 		}
 		data, err := os.ReadFile(path)

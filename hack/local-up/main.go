@@ -64,7 +64,7 @@ func main() {
 
 type options struct {
 	dir, bin, admissionConfig, plugins, images, policies string
-	e2eImages, containerd                                string
+	e2eImages, extraImages, containerd                   string
 	// cleanCommand is what resets dir, as the user would type it.
 	cleanCommand                               string
 	port, controllerManagerPort, schedulerPort int
@@ -86,6 +86,7 @@ func run() (runErr error) {
 	flag.IntVar(&o.nodes, "nodes", 0, "real worker nodes to run (needs root; see docs/local-nodes.md)")
 	flag.StringVar(&o.images, "images", "_output/images/node", "directory of the image tarballs the nodes import")
 	flag.StringVar(&o.e2eImages, "e2e-images", "", "the archive of the rest of the e2e framework's images (make e2e-images: _output/images/e2e/"+oci.E2EImageArchive+") for the nodes to import too, with the etcd image in -images")
+	flag.StringVar(&o.extraImages, "extra-images", "", "comma-separated image archives for the nodes to import and their registry to serve after the others (make conformance RUNNER=hydrophone: upstream's conformance image, _output/images/e2e/"+oci.ConformanceImageArchive+")")
 	flag.StringVar(&o.containerd, "containerd", "", "directory with containerd 2's containerd, containerd-shim-runc-v2 and ctr (make containerd: _output/bin/containerd-2) for the nodes to run instead of Debian's containerd 1.6")
 	flag.StringVar(&o.policies, "pod-security-policies", "examples/podsecuritypolicy", "comma-separated files or directories of PodSecurityPolicies and their grants, applied when PodSecurityPolicy is enabled")
 	flag.BoolVar(&o.upstream, "upstream", false, "run vanilla kube-apiserver-upstream on etcd, both from -bin, instead of Turnstile's kube-apiserver with embedded etcd")
@@ -171,6 +172,15 @@ func run() (runErr error) {
 			// The e2e framework's Aggregator spec runs the etcd image,
 			// which make control-plane-images builds for kubeadm.
 			images = append(images, filepath.Join(o.images, "etcd.tar"), o.e2eImages)
+		}
+		for _, archive := range strings.Split(o.extraImages, ",") {
+			if archive = strings.TrimSpace(archive); archive != "" {
+				abs, err := filepath.Abs(archive)
+				if err != nil {
+					return err
+				}
+				images = append(images, abs)
+			}
 		}
 		if err := localnode.CheckHost(localnode.Config{Bin: o.bin, Images: images, Containerd: o.containerd}); err != nil {
 			return err

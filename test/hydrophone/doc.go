@@ -1,0 +1,5 @@
+// Package hydrophone pins sigs.k8s.io/hydrophone, the conformance runner
+// cncf/k8s-conformance lists, in a module of its own: make conformance
+// RUNNER=hydrophone builds it from this go.mod's tool line, and its
+// dependency graph (its own client-go) stays out of the apiserver's.
+package hydrophone
