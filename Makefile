@@ -260,6 +260,41 @@ $(BIN)/coredns: FORCE
 	$(call goflags,build/coredns) $(GO) build -C build/coredns -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$${commit:0:7}" -o $(CURDIR)/$@ .
 # <<< node images
 
+# >>> vulncheck: govulncheck (golang.org/x/vuln, test/vulncheck's tool line)
+# over the kube-apiserver we ship, with its reachability analysis, reading
+# the project's own database (test/vulncheck/vulndb, OSV in the Go
+# database's layout): the machines that build and test cannot reach
+# vuln.go.dev. The binary is linked again with its symbol table (the shipped
+# one is stripped, and govulncheck then sees only modules and packages, not
+# which functions it holds). test/vulncheck/gate fails on a vulnerable
+# function the binary holds in a module older than the advisory's fix, and
+# lists those no version fixes. make vulndb-update writes the database from
+# golang.org/x/vulndb at VULNDB_VERSION, which the module proxy serves;
+# VULNDB=https://vuln.go.dev reads the public one instead.
+VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
+VULNDB ?= file://$(CURDIR)/test/vulncheck/vulndb
+VULNDB_MODULES := . test/images test/conformance test/scale test/hydrophone test/vulncheck build/coredns build/containerd
+.PHONY: vulncheck vulndb-update
+vulncheck: $(BIN)/govulncheck ## govulncheck over the kube-apiserver we ship (LINE=1.Y: the line's), after its test that a planted vulnerable module fails; VULNDB=https://vuln.go.dev for the public database.
+	TURNSTILE_GOVULNCHECK=$(CURDIR)/$(BIN)/govulncheck TURNSTILE_VULNDB="$(VULNDB)" $(base_goflags) $(GO) test -C test/vulncheck -count=1 ./...
+	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile | sed 's/^-s -w //')" -o $(OUT)/vulncheck/kube-apiserver ./cmd/kube-apiserver
+	$(base_goflags) $(GO) run -C test/vulncheck ./gate -govulncheck $(CURDIR)/$(BIN)/govulncheck -db "$(VULNDB)" $(CURDIR)/$(OUT)/vulncheck/kube-apiserver
+
+$(BIN)/govulncheck: FORCE
+	$(base_goflags) $(GO) build -C test/vulncheck -trimpath -o $(CURDIR)/$@ golang.org/x/vuln/cmd/govulncheck
+
+vulndb-update: ## Write test/vulncheck/vulndb from golang.org/x/vulndb at VULNDB_VERSION: the advisories of every module a go.mod of ours (every line's) builds with.
+	set -euo pipefail; export $(base_goflags); modules=$$(mktemp); trap 'rm -f "$$modules"' EXIT; \
+	for mod in $(VULNDB_MODULES); do $(GO) list -C $$mod -m -f '{{.Path}}' all >> "$$modules"; done; \
+	for line in $$(hack/line.sh list); do [[ $$line == $(MAIN_LINE) ]] && continue; \
+		for mod in . test/images test/conformance build/coredns; do \
+			GOFLAGS="$$(hack/line.sh goflags $$line $$mod)" $(GO) list -C $$mod -m -f '{{.Path}}' all >> "$$modules"; done; done; \
+	info=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION)); \
+	dir=$$(echo "$$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	when=$$($(GO) list -m -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -n 's/^[[:space:]]*"Time": "\(.*\)",$$/\1/p'); \
+	$(GO) run -C test/vulncheck ./update -vulndb "$$dir" -modules "$$modules" -modified "$$when" -out $(CURDIR)/test/vulncheck/vulndb
+# <<< vulncheck
+
 # >>> conformance: upstream's [Conformance] specs against a local cluster of
 # two real nodes (hack/conformance; docs/conformance.md). e2e.test and ginkgo
 # are upstream's, built from test/conformance's module, stamped as upstream.
@@ -442,7 +477,7 @@ test-mutation: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## Each plugin's e2e test
 
 # The binaries whose flags the docs may name: verify-docs asks each its -h.
 DOC_BINARIES := kube-apiserver local-up conformance bench image release nodeimages
-verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, generated code up to date, an e2e coverage row for every plugin, no binary or file over 2 MiB in git; the docs' links, anchors, make targets and flags.
+verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) vulncheck ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, generated code up to date, an e2e coverage row for every plugin, no binary or file over 2 MiB in git; the docs' links, anchors, make targets and flags; make vulncheck.
 	hack/verify.sh
 	$(GO) run ./hack/verify-docs -bin $(BIN)
 

@@ -14,10 +14,10 @@ fi
 go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
 
 # The modules of their own, for the node images' third-party binaries,
-# containerd 2, upstream's e2e.test, kwok and the scale plot, and hydrophone. build/containerd and
+# containerd 2, upstream's e2e.test, kwok and the scale plot, hydrophone, and govulncheck. build/containerd and
 # test/conformance have no code of ours (tool lines, blank imports):
 # vetting them would compile all of containerd or every e2e package.
-for mod in build/coredns build/containerd test/images test/conformance test/scale test/hydrophone; do
+for mod in build/coredns build/containerd test/images test/conformance test/scale test/hydrophone test/vulncheck; do
 	if [[ $mod != build/containerd && $mod != test/conformance ]]; then
 		go vet -C "$mod" ./... || { echo "verify: go vet failed in $mod" >&2; fail=1; }
 	fi

@@ -232,4 +232,20 @@ func pullReport(registryLog string) string {
 	return b.String()
 }
 
-var errNoRunner = errors.New("-runner is ours or hydrophone")
+// checkRunner refuses -runner values and the flags that only our runner
+// has.
+func checkRunner(o options) error {
+	switch o.runner {
+	case runnerOurs:
+		return nil
+	case runnerHydrophone:
+		if o.passes != defaultPasses {
+			return errors.New("-passes is our runner's: hydrophone runs every selected spec in one ginkgo run, the [Serial] ones alone at its end")
+		}
+		if o.specs != "" {
+			return errors.New("-specs is our runner's; with hydrophone, name the specs with -focus")
+		}
+		return nil
+	}
+	return fmt.Errorf("-runner %q: the runners are %s and %s", o.runner, runnerOurs, runnerHydrophone)
+}

@@ -11,6 +11,15 @@
 // skipped, with names) and passed.txt, which the next run of another profile
 // compares against. `make conformance` builds everything and calls it.
 //
+// With -runner hydrophone (hydrophone.go) it runs the suite as
+// certification does instead: sigs.k8s.io/hydrophone starts upstream's
+// conformance image in the cluster, and the run's reports are the e2e.log
+// and junit_01.xml hydrophone downloads, in -out/<profile>-hydrophone,
+// compared spec for spec with our runner's last run on the profile.
+//
+// Every run that finishes writes the submission folder for
+// cncf/k8s-conformance (submission.go).
+//
 // `conformance check DIR` applies the checks of cncf/k8s-conformance's bot
 // to a submission folder (check.go); `make conformance-check DIR=...`
 // passes it the release's conformance.yaml and the current release.
@@ -95,18 +104,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	switch o.runner {
-	case runnerOurs:
+	if err := checkRunner(o); err != nil {
+		return err
+	}
+	if o.runner == runnerOurs {
 		o.conformanceImage = ""
-	case runnerHydrophone:
-		if o.passes != defaultPasses {
-			return errors.New("-passes is our runner's: hydrophone runs every selected spec in one ginkgo run, the [Serial] ones alone at its end")
-		}
-		if o.specs != "" {
-			return errors.New("-specs is our runner's; with hydrophone, name the specs with -focus")
-		}
-	default:
-		return fmt.Errorf("-runner %q: %w", o.runner, errNoRunner)
 	}
 	userFocus := o.focus
 	if _, err := unmatchedAlternatives(o.focus, nil); err != nil {

@@ -154,9 +154,11 @@ func (s *summary) addCase(ps string, c junitCase) {
 	o := outcome{name: c.spec(), pass: ps, took: time.Duration(c.Time * float64(time.Second)), reason: firstLine(c.message())}
 	switch {
 	case c.failed():
+		o.reason = c.Status + ": " + o.reason
 		s.failed = append(s.failed, o)
 	case c.Skipped != nil && c.Skipped.Message == "skipped":
 	case c.Skipped != nil || c.Status == "skipped":
+		o.reason = strings.TrimPrefix(o.reason, "skipped - ")
 		s.skipped = append(s.skipped, o)
 	default:
 		s.passed = append(s.passed, o)

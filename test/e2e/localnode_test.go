@@ -106,7 +106,21 @@ func TestLocalNodes(t *testing.T) {
 		if err != nil {
 			t.Errorf("pulling %s did not fail as not found: %v", missing, err)
 		}
-		lu.mustKubectl(t, "delete", "pod", "pulled", "missing", "--wait=false")
+		// A registry no tarball names has no mirror: containerd goes to
+		// it, and the guard lets nothing out, so the pull fails.
+		elsewhere := "registry.example.com/turnstile/not-served:1"
+		lu.mustKubectl(t, "run", "elsewhere", "--image="+elsewhere, "--restart=Never", "--", "sleep", "3600")
+		err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			events, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=elsewhere,reason=Failed"})
+			return err == nil && len(events.Items) > 0, err
+		})
+		if err != nil {
+			t.Errorf("pulling %s, from a registry off the machine, did not fail: %v", elsewhere, err)
+		}
+		if pod, err := client.CoreV1().Pods("default").Get(ctx, "elsewhere", metav1.GetOptions{}); err == nil && pod.Status.Phase == corev1.PodRunning {
+			t.Errorf("pod elsewhere runs %s, which no tarball holds", elsewhere)
+		}
+		lu.mustKubectl(t, "delete", "pod", "pulled", "missing", "elsewhere", "--wait=false")
 	})
 
 	t.Run("exec", func(t *testing.T) {
