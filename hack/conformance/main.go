@@ -51,10 +51,10 @@ type options struct {
 	// runner is ours or hydrophone; conformanceImage is upstream's
 	// conformance image's archive, which hydrophone starts.
 	runner, conformanceImage string
-	focus, skip, specs                   string
-	procs, nodes                         int
-	passes                               string
-	timeout                              time.Duration
+	focus, skip, specs       string
+	procs, nodes             int
+	passes                   string
+	timeout                  time.Duration
 	// product and reproduce go into the submission folder.
 	product, reproduce string
 }
