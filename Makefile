@@ -386,10 +386,10 @@ test: verify test-unit test-e2e test-line ## Verify, then unit, e2e, every older
 LINE_E2E := ^Test(Version|Help.*|UnknownAdmissionPluginIsRejected|CoreObjectsThroughDefaultAdmission|PodSecurityPolicy.*|SecurityContextDenyAndExec|RestoredPluginConfigTypo|PersistentVolumeLabel.*)$$
 OLDER_LINES := $(shell grep -v '^\#' lines/supported)
 ifeq ($(LINE),$(MAIN_LINE))
-test-line: ## The tier of every older line (make test runs it); LINE=1.Y for one.
+test-line: ## The tier of every older line (make test runs it): make vulncheck, unit tests, e2e checks of its binaries; LINE=1.Y for one.
 	@for l in $(OLDER_LINES); do $(MAKE) --no-print-directory test-line LINE=$$l || exit 1; done
 else
-test-line: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controller-manager kubectl)
+test-line: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controller-manager kubectl) vulncheck
 	@echo "test-line: line $(LINE) ($$(hack/line.sh version $(LINE))): unit tests" >&2
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 	@echo "test-line: line $(LINE): e2e checks of its binaries" >&2
