@@ -304,6 +304,26 @@ vulndb-update: ## Write test/vulncheck/vulndb from golang.org/x/vulndb at VULNDB
 	$(GO) run -C test/vulncheck ./update -vulndb "$$dir" -modules "$$modules" -modified "$$when" -out $(CURDIR)/test/vulncheck/vulndb
 # <<< vulncheck
 
+# >>> fuzz: every fuzzer where input is hostile, FUZZTIME each (5m by
+# default), one after another, with the corpus each grows kept under
+# test/fuzz/<package>/<Fuzzer> (go test's own cache would lose it), where
+# the next run starts from. A finding fails the run, and go test writes the
+# failing input under the package's testdata/fuzz, where go test then
+# replays it as a test case.
+FUZZTIME ?= 5m
+FUZZERS := \
+	./pkg/admission/configfile:FuzzValidate \
+	./pkg/admission/reload:FuzzReload \
+	./plugin/pkg/admission/storage/persistentvolumelabel:FuzzLoad \
+	./pkg/apis/policy:FuzzPodSecurityPolicyDecode \
+	./plugin/pkg/admission/security/podsecuritypolicy:FuzzAdmission
+.PHONY: fuzz
+fuzz: ## Every fuzzer (the admission configuration loader and reload, PersistentVolumeLabel's rules, the PSP API's decoding and validation, PSP admission's invariants) for FUZZTIME each (5m); corpus in test/fuzz.
+	for f in $(FUZZERS); do pkg=$${f%%:*}; name=$${f##*:}; \
+		echo "fuzz: $$name in $$pkg for $(FUZZTIME)" >&2; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" -args -test.fuzzcachedir=$(CURDIR)/test/fuzz/$${pkg#./} || exit 1; done
+# <<< fuzz
+
 # >>> conformance: upstream's [Conformance] specs against a local cluster of
 # two real nodes (hack/conformance; docs/conformance.md). e2e.test and ginkgo
 # are upstream's, built from test/conformance's module, stamped as upstream.
