@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // The runners: ours starts ginkgo and e2e.test on the host (runPasses);
@@ -59,21 +58,9 @@ func runHydrophone(ctx context.Context, o options, dir string, c *cluster) error
 	defer progress.Flush()
 	cmd.Stdout = io.MultiWriter(log, progress)
 	cmd.Stderr = io.MultiWriter(log, os.Stdout)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-		err = <-done
-	case <-c.done:
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		return fmt.Errorf("the cluster stopped during the run (%v); see %s:\n%s", c.err, logPath, tail(c.log, 20))
+	err, stopped := runWhileCluster(ctx, cmd, c, "run", logPath)
+	if stopped != nil {
+		return stopped
 	}
 	// hydrophone exits with the suite's status when a spec failed, which
 	// the summary tells better; without its two files the run failed.

@@ -361,31 +361,41 @@ func runGinkgo(ctx context.Context, o options, dir string, c *cluster, ps pass) 
 	defer progress.Flush()
 	cmd.Stdout = io.MultiWriter(log, progress)
 	cmd.Stderr = cmd.Stdout
-	// A process group of its own, with the e2e.test processes it starts,
-	// so that all of them can be stopped at once.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		// Ctrl-C: ginkgo reports the specs it interrupts and cleans up.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-		err = <-done
-	case <-c.done:
-		// Without a cluster every spec would wait out its timeouts, and
-		// so would ginkgo's clean-up after an interrupt.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		return fmt.Errorf("the cluster stopped during the pass (%v); see %s:\n%s", c.err, log.Name(), tail(c.log, 20))
+	err, stopped := runWhileCluster(ctx, cmd, c, "pass", log.Name())
+	if stopped != nil {
+		return stopped
 	}
 	if _, statErr := os.Stat(filepath.Join(dir, "report-"+ps.name+".json")); statErr != nil {
 		return fmt.Errorf("ginkgo wrote no report (%v); see %s", err, log.Name())
 	}
 	return nil
+}
+
+// runWhileCluster runs cmd (ginkgo, or hydrophone) in a process group of
+// its own, with the processes it starts, so that all of them can be
+// stopped at once, and returns how it exited. Ctrl-C (ctx) passes SIGINT
+// to the group: ginkgo reports the specs it interrupts and cleans up. When
+// the cluster ends first, the group is killed, since every spec would wait
+// out its timeouts, and so would the clean-up after an interrupt; stopped
+// then says so, with the end of the cluster's log.
+func runWhileCluster(ctx context.Context, cmd *exec.Cmd, c *cluster, what, logPath string) (exit, stopped error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case exit = <-done:
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		exit = <-done
+	case <-c.done:
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return nil, fmt.Errorf("the cluster stopped during the %s (%v); see %s:\n%s", what, c.err, logPath, tail(c.log, 20))
+	}
+	return exit, nil
 }
 
 // cluster is a running hack/local-up.
