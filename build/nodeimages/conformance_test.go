@@ -37,17 +37,7 @@ func TestConformanceImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rootfs, err := os.Create(debianRootfsPath(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := oci.LayerTar(rootfs, []oci.Entry{oci.File("etc/debian_version", 0o644, []byte("12\n"))}, created); err != nil {
-		t.Fatal(err)
-	}
-	rootfs.Close()
+	fakeRootfs(t, out)
 
 	entries, err := conformanceEntries(bin, kube)
 	if err != nil {

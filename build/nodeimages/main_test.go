@@ -110,21 +110,7 @@ func TestE2EImagesShareOneArchive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A made-up root file system where mmdebstrap's would be.
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rootfs, err := os.Create(debianRootfsPath(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := oci.LayerTar(rootfs, []oci.Entry{
-		oci.File("etc/debian_version", 0o644, []byte("12\n")),
-		oci.File("usr/lib/os-release", 0o644, []byte("NAME=\"Debian GNU/Linux\"\n")),
-	}, created); err != nil {
-		t.Fatal(err)
-	}
-	rootfs.Close()
+	fakeRootfs(t, out)
 
 	var buf bytes.Buffer
 	if err := runE2E(&buf, out, bin, kube, busybox); err != nil {
@@ -167,5 +153,25 @@ func TestE2EImagesShareOneArchive(t *testing.T) {
 	}
 	if err := runE2E(&buf, out, bin, kube, busybox); err == nil || !strings.Contains(err.Error(), "nnp") {
 		t.Errorf("without nnp: %v", err)
+	}
+}
+
+// fakeRootfs writes a made-up Debian root file system into out, where
+// mmdebstrap's would be.
+func fakeRootfs(t *testing.T, out string) {
+	t.Helper()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rootfs, err := os.Create(debianRootfsPath(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rootfs.Close()
+	if err := oci.LayerTar(rootfs, []oci.Entry{
+		oci.File("etc/debian_version", 0o644, []byte("12\n")),
+		oci.File("usr/lib/os-release", 0o644, []byte("NAME=\"Debian GNU/Linux\"\n")),
+	}, created); err != nil {
+		t.Fatal(err)
 	}
 }
