@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy/validation"
+	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
 )
 
 // choices reads fuzz input as a series of small choices; past its end
@@ -80,7 +81,7 @@ func fuzzPolicy(c *choices, name string) *policy.PodSecurityPolicy {
 func fuzzPod(c *choices) *api.Pod {
 	pod := goodPod()
 	pod.Name, pod.Namespace = "fuzzed", "default"
-	pod.Spec.HostNetwork, pod.Spec.HostPID, pod.Spec.HostIPC = c.yes(), c.yes(), c.yes()
+	hosts := lineapi.HostNamespaces{Network: c.yes(), PID: c.yes(), IPC: c.yes()}
 	ctr := &pod.Spec.Containers[0]
 	if ctr.SecurityContext == nil {
 		ctr.SecurityContext = &api.SecurityContext{}
@@ -109,6 +110,8 @@ func fuzzPod(c *choices) *api.Pod {
 	if c.yes() {
 		pod.Spec.SecurityContext = &api.PodSecurityContext{FSGroup: []*int64{nil, ptr.To(int64(1500)), ptr.To(int64(50))}[c.pick(3)]}
 	}
+	// After the security context: before v1.37 the host namespaces are in it.
+	lineapi.SetPodHostNamespaces(&pod.Spec, hosts)
 	return pod
 }
 
