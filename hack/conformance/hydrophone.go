@@ -99,23 +99,15 @@ func hydrophoneArgs(o options, kubeconfig, dir string) []string {
 // ways, within the specs this run selected. It is a paragraph for the
 // summary.
 func agreement(s summary, ours string) string {
-	data, err := os.ReadFile(filepath.Join(ours, "passed.txt"))
+	oursNames, err := readPassed(ours)
 	if err != nil {
 		return fmt.Sprintf("\n## Compared with our runner\nOur runner has no run on profile %s to compare with (sudo make conformance PROFILE=%s).\n", s.profile.Name, s.profile.Name)
 	}
-	selected, passed := map[string]bool{}, map[string]bool{}
-	for _, list := range [][]outcome{s.passed, s.failed, s.skipped} {
-		for _, o := range list {
-			selected[o.name] = true
-		}
-	}
-	for _, o := range s.passed {
-		passed[o.name] = true
-	}
+	selected, passed := s.selected(), s.passedSet()
 	oursPassed := map[string]bool{}
 	var onlyOurs, onlyHydrophone []string
-	for _, name := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if name == "" || !selected[name] {
+	for _, name := range oursNames {
+		if !selected[name] {
 			continue
 		}
 		oursPassed[name] = true

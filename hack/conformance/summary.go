@@ -57,19 +57,48 @@ func (s summary) ran() int { return len(s.passed) + len(s.failed) }
 
 // missing are the names that no spec of this run had.
 func (s summary) missing(names []string) []string {
-	seen := map[string]bool{}
-	for _, list := range [][]outcome{s.passed, s.failed, s.skipped} {
-		for _, o := range list {
-			seen[o.name] = true
-		}
-	}
+	selected := s.selected()
 	var out []string
 	for _, n := range names {
-		if !seen[n] {
+		if !selected[n] {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// selected is the set of specs the run selected: those that passed, failed
+// or skipped themselves.
+func (s summary) selected() map[string]bool {
+	set := map[string]bool{}
+	for _, name := range s.names() {
+		set[name] = true
+	}
+	return set
+}
+
+// passedSet is the set of specs that passed.
+func (s summary) passedSet() map[string]bool {
+	set := map[string]bool{}
+	for _, o := range s.passed {
+		set[o.name] = true
+	}
+	return set
+}
+
+// readPassed reads the passed.txt a run wrote into dir.
+func readPassed(dir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "passed.txt"))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, name := range strings.Split(string(data), "\n") {
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	return names, nil
 }
 
 // summarize reads the passes' JSON reports in dir, writes summary.md and
@@ -197,28 +226,19 @@ func (s *summary) add(ps string, suite suiteReport) {
 // the other runner's on this one) passed and this run, self, did not; with
 // FOCUS or SKIP, only those this run selected count.
 func (s *summary) compare(out, self string) {
-	ran := map[string]bool{}
-	for _, list := range [][]outcome{s.passed, s.failed, s.skipped} {
-		for _, o := range list {
-			ran[o.name] = true
-		}
-	}
-	passed := map[string]bool{}
-	for _, o := range s.passed {
-		passed[o.name] = true
-	}
+	ran, passed := s.selected(), s.passedSet()
 	others, _ := filepath.Glob(filepath.Join(out, "*", "passed.txt"))
 	for _, path := range others {
 		other := filepath.Base(filepath.Dir(path))
 		if other == self {
 			continue
 		}
-		data, err := os.ReadFile(path)
+		names, err := readPassed(filepath.Dir(path))
 		if err != nil {
 			continue
 		}
-		for _, name := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			if name != "" && ran[name] && !passed[name] {
+		for _, name := range names {
+			if ran[name] && !passed[name] {
 				s.lost[other] = append(s.lost[other], name)
 			}
 		}
