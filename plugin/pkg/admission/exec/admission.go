@@ -1,7 +1,9 @@
 // Package exec restores the DenyEscalatingExec and DenyExecOnPrivileged
 // admission plugins that upstream removed in v1.21. Both deny exec and
 // attach into pods with more privilege than a user who may exec should
-// reach; DenyExecOnPrivileged looks at privileged containers only.
+// reach; DenyExecOnPrivileged looks at privileged containers only. Options
+// extend the same judgement to port-forward and to the kubelet's streaming
+// endpoints reached through nodes/proxy, which upstream never saw.
 //
 // Upstream fetched the pod with a live GET on every request. We read it from
 // the shared informer and fall back to one live GET when the informer has
@@ -11,7 +13,10 @@ package exec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"path"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,19 +53,26 @@ func init() {
 
 // Register adds both plugins to a registry.
 func Register(plugins *admission.Plugins) {
-	plugins.Register(DenyEscalatingExec, factory(DenyEscalatingExec, Checks{HostNetwork: true, HostPID: true, HostIPC: true, Privileged: true}))
-	plugins.Register(DenyExecOnPrivileged, factory(DenyExecOnPrivileged, Checks{Privileged: true}))
+	plugins.Register(DenyEscalatingExec, factory(DenyEscalatingExec))
+	plugins.Register(DenyExecOnPrivileged, factory(DenyExecOnPrivileged))
 }
 
-func factory(name string, checks Checks) admission.Factory {
+// checks are what each plugin denies on.
+var checks = map[string]Checks{
+	DenyEscalatingExec:   {HostNetwork: true, HostPID: true, HostIPC: true, Privileged: true},
+	DenyExecOnPrivileged: {Privileged: true},
+}
+
+func factory(name string) admission.Factory {
 	return func(config io.Reader) (admission.Interface, error) {
 		var c v1alpha1.ExecConfiguration
 		if _, err := pluginconfig.Decode(name, config, scheme, &c); err != nil {
 			return nil, err
 		}
 		klog.InfoS("Admission plugin is deprecated upstream (removed in v1.21); a policy-based admission replaces it",
-			"plugin", name, "perContainer", c.PerContainer, "treatHostProcessAsPrivileged", c.TreatHostProcessAsPrivileged)
-		return New(checks, c), nil
+			"plugin", name, "perContainer", c.PerContainer, "treatHostProcessAsPrivileged", c.TreatHostProcessAsPrivileged,
+			"coverPortForward", c.CoverPortForward, "coverNodeProxy", c.CoverNodeProxy)
+		return New(name, c), nil
 	}
 }
 
@@ -72,6 +84,7 @@ type Checks struct {
 // Plugin is the admission plugin behind both names.
 type Plugin struct {
 	*admission.Handler
+	name   string
 	checks Checks
 	config v1alpha1.ExecConfiguration
 	pods   corev1listers.PodLister
@@ -84,9 +97,10 @@ var (
 	_ genericadmissioninitializer.WantsExternalKubeClientSet       = &Plugin{}
 )
 
-// New returns a plugin that denies on checks, configured by c.
-func New(checks Checks, c v1alpha1.ExecConfiguration) *Plugin {
-	return &Plugin{Handler: admission.NewHandler(admission.Connect), checks: checks, config: c}
+// New returns the plugin registered as name (DenyEscalatingExec or
+// DenyExecOnPrivileged), configured by c.
+func New(name string, c v1alpha1.ExecConfiguration) *Plugin {
+	return &Plugin{Handler: admission.NewHandler(admission.Connect), name: name, checks: checks[name], config: c}
 }
 
 // SetExternalKubeInformerFactory wires the pod lister. The plugin does not
@@ -109,21 +123,97 @@ func (p *Plugin) ValidateInitialization() error {
 	return nil
 }
 
-// Validate denies exec and attach into a pod that fails the checks.
+// Validate denies exec and attach into a pod that fails the checks, and,
+// as configured, port-forward and the same through nodes/proxy.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	sub := a.GetSubresource()
-	if a.GetResource().Resource != "pods" || (sub != "exec" && sub != "attach") {
+	r, ok := p.request(a)
+	if !ok {
 		return nil
 	}
-	target := targetContainer(a.GetObject())
-	pod, err := p.pod(ctx, a.GetNamespace(), a.GetName(), target)
+	pod, err := p.pod(ctx, r.namespace, r.pod, r.container)
 	if err != nil {
-		return admission.NewForbidden(a, err)
+		return admission.NewForbidden(a, r.refusal(p.name, err.Error()))
 	}
-	if reason := p.deny(pod, target); reason != "" {
-		return admission.NewForbidden(a, errors.New(reason))
+	if what := p.deny(pod, r.container); what != "" {
+		return admission.NewForbidden(a, r.refusal(p.name, "cannot "+r.action+" "+what))
 	}
 	return nil
+}
+
+// request is what a connect request asks of a pod.
+type request struct {
+	namespace, pod, container string
+	action                    string // "exec into or attach to", "port-forward to"
+	via                       string // "" for the pod's own subresources, or "nodes/proxy"
+	named                     bool   // the refusal names the plugin (not upstream's own paths)
+}
+
+const (
+	execOrAttach = "exec into or attach to"
+	portForward  = "port-forward to"
+)
+
+// request returns the pod request a judges, if the plugin judges it:
+// pods/exec and pods/attach always; pods/portforward with coverPortForward;
+// the kubelet's streaming endpoints through nodes/proxy with coverNodeProxy.
+func (p *Plugin) request(a admission.Attributes) (request, bool) {
+	switch gr, sub := a.GetResource().GroupResource(), a.GetSubresource(); {
+	case gr == api.Resource("pods") && (sub == "exec" || sub == "attach"):
+		return request{namespace: a.GetNamespace(), pod: a.GetName(), container: targetContainer(a.GetObject()), action: execOrAttach}, true
+	case gr == api.Resource("pods") && sub == "portforward" && p.config.CoverPortForward:
+		return request{namespace: a.GetNamespace(), pod: a.GetName(), action: portForward, named: true}, true
+	case gr == api.Resource("nodes") && sub == "proxy" && p.config.CoverNodeProxy:
+		opts, ok := a.GetObject().(*api.NodeProxyOptions)
+		if !ok {
+			return request{}, false
+		}
+		r, ok := kubeletStream(opts.Path)
+		if !ok || r.action == portForward && !p.config.CoverPortForward {
+			return request{}, false
+		}
+		return r, true
+	}
+	return request{}, false
+}
+
+// kubeletStream reads a nodes/proxy path the way the kubelet routes it
+// (pkg/kubelet/server): /exec, /attach and /run take
+// /{namespace}/{pod}[/{uid}]/{container}, /portForward
+// /{namespace}/{pod}[/{uid}]. The apiserver cleans the path before it
+// proxies it (net.JoinPreservingTrailingSlash), so it is judged cleaned. A
+// path that names a pod but not in a shape the kubelet routes is judged on
+// the whole pod rather than let through.
+func kubeletStream(proxyPath string) (request, bool) {
+	parts := strings.Split(strings.TrimPrefix(path.Clean("/"+proxyPath), "/"), "/")
+	if len(parts) < 3 {
+		return request{}, false
+	}
+	r := request{namespace: parts[1], pod: parts[2], action: execOrAttach, via: "nodes/proxy", named: true}
+	switch parts[0] {
+	case "exec", "attach", "run":
+		if len(parts) == 4 || len(parts) == 5 {
+			r.container = parts[len(parts)-1]
+		}
+	case "portForward":
+		r.action = portForward
+	default:
+		return request{}, false
+	}
+	return r, true
+}
+
+// refusal is the reason given for refusing r: upstream's own words for
+// pods/exec and pods/attach; for the paths upstream did not judge, the
+// plugin's name first (so the user knows which option refused it) and, for
+// nodes/proxy, the pod.
+func (r request) refusal(plugin, reason string) error {
+	switch {
+	case r.via != "":
+		return fmt.Errorf("%s: %s (pod %s/%s, through %s)", plugin, reason, r.namespace, r.pod, r.via)
+	case r.named:
+		return fmt.Errorf("%s: %s", plugin, reason)
+	}
+	return errors.New(reason)
 }
 
 // pod returns the pod from the informer, or with one live GET when the
@@ -140,18 +230,19 @@ func (p *Plugin) pod(ctx context.Context, namespace, name, target string) (*core
 	return p.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-// deny returns why the pod may not be exec'd into, or "" to admit. The
-// checks run in upstream's order and the first that matches wins.
+// deny returns what about the pod denies the request ("a privileged
+// container"), or "" to admit. The checks run in upstream's order and the
+// first that matches wins.
 func (p *Plugin) deny(pod *corev1.Pod, target string) string {
 	switch {
 	case p.checks.HostNetwork && pod.Spec.HostNetwork:
-		return "cannot exec into or attach to a container using host network"
+		return "a container using host network"
 	case p.checks.HostPID && pod.Spec.HostPID:
-		return "cannot exec into or attach to a container using host pid"
+		return "a container using host pid"
 	case p.checks.HostIPC && pod.Spec.HostIPC:
-		return "cannot exec into or attach to a container using host ipc"
+		return "a container using host ipc"
 	case p.checks.Privileged && p.privileged(pod, target):
-		return "cannot exec into or attach to a privileged container"
+		return "a privileged container"
 	}
 	return ""
 }

@@ -21,8 +21,8 @@ import (
 )
 
 var (
-	escalating = Checks{HostNetwork: true, HostPID: true, HostIPC: true, Privileged: true}
-	privileged = Checks{Privileged: true}
+	escalating = DenyEscalatingExec
+	privileged = DenyExecOnPrivileged
 )
 
 func plainPod() *corev1.Pod {
@@ -47,7 +47,7 @@ func privilegedFirst(p *corev1.Pod) {
 
 // newPlugin returns a plugin whose lister holds cached and whose client
 // serves live, and the client to count its calls.
-func newPlugin(checks Checks, c v1alpha1.ExecConfiguration, cached, live []*corev1.Pod) (*Plugin, *fake.Clientset) {
+func newPlugin(checks string, c v1alpha1.ExecConfiguration, cached, live []*corev1.Pod) (*Plugin, *fake.Clientset) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, p := range cached {
 		_ = indexer.Add(p)
@@ -65,11 +65,20 @@ func newPlugin(checks Checks, c v1alpha1.ExecConfiguration, cached, live []*core
 
 func connect(subresource, container string) admission.Attributes {
 	var obj runtime.Object = &api.PodExecOptions{Container: container, Command: []string{"sh"}}
-	if subresource == "attach" {
+	switch subresource {
+	case "attach":
 		obj = &api.PodAttachOptions{Container: container}
+	case "portforward":
+		obj = &api.PodPortForwardOptions{Ports: []int32{8080}}
 	}
 	return admission.NewAttributesRecord(obj, nil, api.Kind("Pod").WithVersion("version"), "ns", "p",
 		api.Resource("pods").WithVersion("version"), subresource, admission.Connect, nil, false, nil)
+}
+
+// nodeProxy is a CONNECT of nodes/proxy on node n1 with the proxied path.
+func nodeProxy(path string) admission.Attributes {
+	return admission.NewAttributesRecord(&api.NodeProxyOptions{Path: path}, nil, api.Kind("Node").WithVersion("version"), "", "n1",
+		api.Resource("nodes").WithVersion("version"), "proxy", admission.Connect, nil, false, nil)
 }
 
 // intoInitContainers moves every container into initContainers: the second
@@ -84,7 +93,7 @@ func intoInitContainers(p *corev1.Pod) *corev1.Pod {
 func TestSpecCases(t *testing.T) {
 	tests := []struct {
 		name        string
-		checks      Checks
+		checks      string
 		pod         *corev1.Pod
 		subresource string // empty: exec and attach
 		wantErr     string // "" admits
@@ -104,7 +113,7 @@ func TestSpecCases(t *testing.T) {
 		{name: "8 hostIPC, DenyExecOnPrivileged", checks: privileged, pod: with(func(p *corev1.Pod) { p.Spec.HostIPC = true })},
 		{name: "9 hostNetwork, DenyExecOnPrivileged", checks: privileged, pod: with(func(p *corev1.Pod) { p.Spec.HostNetwork = true })},
 		{name: "10 plain pod, DenyExecOnPrivileged", checks: privileged, pod: plainPod()},
-		{name: "11 no checks", checks: Checks{}, pod: with(func(p *corev1.Pod) {
+		{name: "11 no checks (a plugin of no name)", checks: "", pod: with(func(p *corev1.Pod) {
 			privilegedFirst(p)
 			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
 		})},
@@ -272,6 +281,73 @@ func TestTreatHostProcessAsPrivileged(t *testing.T) {
 	}
 }
 
+// coverPortForward judges port-forward like exec; coverNodeProxy judges the
+// kubelet's streaming endpoints through nodes/proxy, in every shape the
+// kubelet routes and the apiserver forwards; without the options both
+// paths stay open, as upstream left them.
+func TestCoverPortForwardAndNodeProxy(t *testing.T) {
+	hostNetwork := with(func(p *corev1.Pod) { p.Spec.HostNetwork = true })
+	both := v1alpha1.ExecConfiguration{CoverPortForward: true, CoverNodeProxy: true}
+	tests := []struct {
+		name    string
+		plugin  string
+		config  v1alpha1.ExecConfiguration
+		pod     *corev1.Pod
+		a       admission.Attributes
+		wantErr string // "" admits
+	}{
+		{name: "port-forward, historic", plugin: escalating, pod: hostNetwork, a: connect("portforward", "")},
+		{name: "port-forward to a host network pod", plugin: escalating, config: both, pod: hostNetwork, a: connect("portforward", ""),
+			wantErr: `pods "p" is forbidden: DenyEscalatingExec: cannot port-forward to a container using host network`},
+		{name: "port-forward to a plain pod", plugin: escalating, config: both, pod: plainPod(), a: connect("portforward", "")},
+		{name: "port-forward to a privileged pod, DenyExecOnPrivileged", plugin: privileged, config: both, pod: with(privilegedFirst),
+			a: connect("portforward", ""), wantErr: "DenyExecOnPrivileged: cannot port-forward to a privileged container"},
+		{name: "port-forward to a host network pod, DenyExecOnPrivileged", plugin: privileged, config: both, pod: hostNetwork, a: connect("portforward", "")},
+		{name: "exec keeps upstream's message", plugin: escalating, config: both, pod: hostNetwork, a: connect("exec", ""),
+			wantErr: `pods "p" is forbidden: cannot exec into or attach to a container using host network`},
+
+		{name: "nodes/proxy exec, historic", plugin: escalating, pod: with(privilegedFirst), a: nodeProxy("exec/ns/p/a")},
+		{name: "nodes/proxy exec", plugin: escalating, config: both, pod: with(privilegedFirst), a: nodeProxy("exec/ns/p/a"),
+			wantErr: `nodes "n1" is forbidden: DenyEscalatingExec: cannot exec into or attach to a privileged container (pod ns/p, through nodes/proxy)`},
+		{name: "nodes/proxy exec with the pod's uid", plugin: escalating, config: both, pod: with(privilegedFirst), a: nodeProxy("exec/ns/p/0000-uid/a"),
+			wantErr: "privileged container (pod ns/p, through nodes/proxy)"},
+		{name: "nodes/proxy attach", plugin: escalating, config: both, pod: hostNetwork, a: nodeProxy("/attach/ns/p/a"),
+			wantErr: "cannot exec into or attach to a container using host network"},
+		{name: "nodes/proxy run", plugin: privileged, config: both, pod: with(privilegedFirst), a: nodeProxy("run/ns/p/b"),
+			wantErr: "DenyExecOnPrivileged: cannot exec into or attach to a privileged container"},
+		{name: "nodes/proxy path the apiserver cleans", plugin: escalating, config: both, pod: with(privilegedFirst), a: nodeProxy("metrics/../exec//ns/./p/a/"),
+			wantErr: "privileged container (pod ns/p, through nodes/proxy)"},
+		{name: "nodes/proxy exec in a shape the kubelet does not route: the whole pod", plugin: escalating, config: both, pod: with(privilegedFirst),
+			a: nodeProxy("exec/ns/p/x/y/z"), wantErr: "privileged container"},
+		{name: "nodes/proxy exec into a plain pod", plugin: escalating, config: both, pod: plainPod(), a: nodeProxy("exec/ns/p/a")},
+		{name: "nodes/proxy portForward needs coverPortForward", plugin: escalating, config: v1alpha1.ExecConfiguration{CoverNodeProxy: true},
+			pod: hostNetwork, a: nodeProxy("portForward/ns/p")},
+		{name: "nodes/proxy portForward", plugin: escalating, config: both, pod: hostNetwork, a: nodeProxy("portForward/ns/p"),
+			wantErr: "DenyEscalatingExec: cannot port-forward to a container using host network (pod ns/p, through nodes/proxy)"},
+		{name: "nodes/proxy other endpoints", plugin: escalating, config: both, pod: with(privilegedFirst), a: nodeProxy("containerLogs/ns/p/a")},
+		{name: "nodes/proxy too short to name a pod", plugin: escalating, config: both, pod: with(privilegedFirst), a: nodeProxy("exec/ns")},
+		{name: "nodes/proxy perContainer reaches a plain container", plugin: escalating,
+			config: v1alpha1.ExecConfiguration{CoverNodeProxy: true, PerContainer: true}, pod: with(privilegedFirst), a: nodeProxy("exec/ns/p/b")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plugin, client := newPlugin(tt.plugin, tt.config, []*corev1.Pod{tt.pod}, nil)
+			err := plugin.Validate(context.Background(), tt.a, nil)
+			checkErr(t, err, tt.wantErr)
+			if tt.wantErr != "" && !apierrors.IsForbidden(err) {
+				t.Errorf("%v is not Forbidden", err)
+			}
+			if n := len(client.Actions()); n != 0 {
+				t.Errorf("made %d API calls although the lister had the pod: %v", n, client.Actions())
+			}
+		})
+	}
+	// A pod the path names that exists nowhere is refused, naming it.
+	plugin, _ := newPlugin(escalating, both, nil, nil)
+	checkErr(t, plugin.Validate(context.Background(), nodeProxy("exec/ns/p/a"), nil),
+		`nodes "n1" is forbidden: DenyEscalatingExec: pods "p" not found (pod ns/p, through nodes/proxy)`)
+}
+
 // Spec case 17.
 func TestHandles(t *testing.T) {
 	p := New(escalating, v1alpha1.ExecConfiguration{})
@@ -305,8 +381,8 @@ func TestConfiguration(t *testing.T) {
 		name, config, wantErr string
 		want                  v1alpha1.ExecConfiguration
 	}{
-		{name: "both", config: header + "perContainer: true\ntreatHostProcessAsPrivileged: true\n",
-			want: v1alpha1.ExecConfiguration{PerContainer: true, TreatHostProcessAsPrivileged: true}},
+		{name: "all", config: header + "perContainer: true\ntreatHostProcessAsPrivileged: true\ncoverPortForward: true\ncoverNodeProxy: true\n",
+			want: v1alpha1.ExecConfiguration{PerContainer: true, TreatHostProcessAsPrivileged: true, CoverPortForward: true, CoverNodeProxy: true}},
 		{name: "none", config: header},
 		{name: "unknown field", config: header + "perContainers: true\n",
 			wantErr: `DenyEscalatingExec: invalid configuration (want apiVersion exec.admission.turnstile.dev/v1alpha1, kind ExecConfiguration): strict decoding error: unknown field "perContainers"`},
@@ -315,28 +391,31 @@ func TestConfiguration(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := factory(DenyEscalatingExec, escalating)(strings.NewReader(tt.config))
+			got, err := factory(DenyEscalatingExec)(strings.NewReader(tt.config))
 			checkErr(t, err, tt.wantErr)
-			if err == nil && got.(*Plugin).config.PerContainer != tt.want.PerContainer ||
-				err == nil && got.(*Plugin).config.TreatHostProcessAsPrivileged != tt.want.TreatHostProcessAsPrivileged {
-				t.Errorf("config = %+v, want %+v", got.(*Plugin).config, tt.want)
+			if err == nil {
+				got := got.(*Plugin).config
+				got.TypeMeta = metav1.TypeMeta{}
+				if got != tt.want {
+					t.Errorf("config = %+v, want %+v", got, tt.want)
+				}
 			}
 		})
 	}
 }
 
-// The example users copy decodes and turns both options on.
+// The example users copy decodes and turns every option on.
 func TestExampleConfiguration(t *testing.T) {
 	f, err := os.Open("../../../../examples/admission/exec.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	got, err := factory(DenyExecOnPrivileged, privileged)(f)
+	got, err := factory(DenyExecOnPrivileged)(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := got.(*Plugin).config; !c.PerContainer || !c.TreatHostProcessAsPrivileged {
+	if c := got.(*Plugin).config; !c.PerContainer || !c.TreatHostProcessAsPrivileged || !c.CoverPortForward || !c.CoverNodeProxy {
 		t.Errorf("example: %+v", c)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec/apis/v1alpha1"
 	"github.com/turnstile-k8s/turnstile/test/fixtures"
@@ -15,17 +16,23 @@ import (
 func BenchmarkValidate(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
-		checks Checks
+		checks string
 		config v1alpha1.ExecConfiguration
 		target string
+		a      admission.Attributes // default: an exec naming target
 	}{
 		{name: "DenyEscalatingExec", checks: escalating},
 		{name: "DenyExecOnPrivileged", checks: privileged},
 		{name: "DenyEscalatingExec/perContainer", checks: escalating, config: v1alpha1.ExecConfiguration{PerContainer: true}, target: "proxy"},
+		{name: "DenyEscalatingExec/coverNodeProxy", checks: escalating, config: v1alpha1.ExecConfiguration{CoverNodeProxy: true},
+			a: nodeProxy("exec/ns/p/proxy")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			plugin, client := newPlugin(bc.checks, bc.config, []*corev1.Pod{fixtures.Pod("p", "ns")}, nil)
-			a := connect("exec", bc.target)
+			a := bc.a
+			if a == nil {
+				a = connect("exec", bc.target)
+			}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

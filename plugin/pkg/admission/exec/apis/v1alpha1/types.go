@@ -6,6 +6,8 @@
 //	kind: ExecConfiguration
 //	perContainer: true
 //	treatHostProcessAsPrivileged: true
+//	coverPortForward: true
+//	coverNodeProxy: true
 //
 // Without an entry the plugins behave exactly as upstream's last version.
 package v1alpha1
@@ -22,9 +24,9 @@ const GroupName = "exec.admission.turnstile.dev"
 // SchemeGroupVersion is the configuration's group and version.
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
 
-// ExecConfiguration holds opt-in changes to the historic decision. Both are
-// off by default: perContainer admits execs that upstream denied, and
-// treatHostProcessAsPrivileged denies execs that upstream admitted.
+// ExecConfiguration holds opt-in changes to the historic decision. All are
+// off by default: perContainer admits execs that upstream denied, and the
+// others deny requests that upstream admitted.
 type ExecConfiguration struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -40,6 +42,21 @@ type ExecConfiguration struct {
 	// pod) as privileged: it runs as a process on the host with the host's
 	// privileges. Upstream ignored it.
 	TreatHostProcessAsPrivileged bool `json:"treatHostProcessAsPrivileged,omitempty"`
+
+	// CoverPortForward judges pods/portforward with the same checks as exec
+	// and attach. Port-forwarding into a pod on the host's network reaches
+	// every port the node listens on, loopback included (the kubelet's
+	// healthz, kube-proxy's metrics, a control plane node's etcd). Upstream
+	// judged exec and attach only.
+	CoverPortForward bool `json:"coverPortForward,omitempty"`
+
+	// CoverNodeProxy judges the kubelet's exec, attach and run endpoints
+	// (and portForward, with CoverPortForward) reached through the nodes/proxy
+	// subresource, against the pod the proxied path names: a user allowed
+	// nodes/proxy otherwise execs into any pod on the node without passing
+	// pods/exec admission. It cannot see requests sent to the kubelet's port
+	// directly; only RBAC on nodes/proxy closes that (docs/security.md).
+	CoverNodeProxy bool `json:"coverNodeProxy,omitempty"`
 }
 
 // DeepCopyObject implements runtime.Object.
