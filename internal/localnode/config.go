@@ -41,6 +41,7 @@ func kubeletConfig(n *Node, resolvConf string) ([]byte, error) {
 		ResolverConfig:           ptr.To(resolvConf),
 		ContainerRuntimeEndpoint: "unix://" + n.Socket(),
 		PodLogsDir:               filepath.Join(n.dir(), "pod-logs"),
+		StaticPodPath:            n.StaticPodPath(),
 		// Two kubelets on one host must not manage the same kubepods tree.
 		CgroupRoot:   n.CgroupRoot(),
 		CgroupDriver: "cgroupfs",

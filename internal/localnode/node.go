@@ -50,6 +50,15 @@ func (n *Node) veth() string        { return fmt.Sprintf("%s%d", vethPrefix(n.cl
 func (n *Node) dir() string         { return filepath.Join(n.cluster.cfg.Dir, "nodes", n.Name) }
 func (n *Node) kubeletRoot() string { return filepath.Join(n.dir(), "kubelet") }
 
+// StaticPodPath is the node's static pod directory, kubeadm's
+// /etc/kubernetes/manifests: the kubelet runs every pod manifest in it
+// without asking the apiserver, and creates a mirror pod for each.
+func (n *Node) StaticPodPath() string { return StaticPodPath(n.cluster.cfg.Dir, n.Name) }
+
+// StaticPodPath is where the node named name of a cluster whose state is
+// in dir reads static pods from.
+func StaticPodPath(dir, name string) string { return filepath.Join(dir, "nodes", name, "manifests") }
+
 // CgroupRoot is the cgroup the node's pods live under.
 func (n *Node) CgroupRoot() string { return fmt.Sprintf("/%s%d-%s", netnsPrefix, n.cluster.id, n.Name) }
 
@@ -119,7 +128,7 @@ func (n *Node) startRuntime(ctx context.Context, mountNS bool) error {
 	if err := createCgroupRoot(n.CgroupRoot()); err != nil {
 		return err
 	}
-	for _, dir := range []string{n.dir(), n.kubeletRoot(), filepath.Join(n.dir(), "pod-logs")} {
+	for _, dir := range []string{n.dir(), n.kubeletRoot(), filepath.Join(n.dir(), "pod-logs"), n.StaticPodPath()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
