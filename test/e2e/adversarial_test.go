@@ -154,7 +154,11 @@ plugins:
 	})
 
 	// Whoever may write the admission configuration decides: the apiserver
-	// reads it once a second and applies what it finds.
+	// reads it once a second and applies what it finds, and warns when
+	// anyone but the owner may write it (here everyone, for this write).
+	if err := os.Chmod(execConfig, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	writeExecOptions(t, execConfig, "coverPortForward: true\ncoverNodeProxy: true\n")
 	t.Run("a write to the admission configuration is in force within seconds", func(t *testing.T) {
 		out, err := eventually(ctx, func() (string, error) {
@@ -168,6 +172,13 @@ plugins:
 		want := `pods "hostnet" is forbidden: DenyEscalatingExec: cannot port-forward to a container using host network`
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("with coverPortForward written: %v\n%s\nwant %q", err, out, want)
+		}
+		log, _ := os.ReadFile(filepath.Join(lu.dir, "logs", "kube-apiserver.log"))
+		if warning := execConfig + " is writable by its group or everyone (mode 0666): whoever can write the admission configuration decides admission"; !strings.Contains(string(log), warning) {
+			t.Errorf("the apiserver's log lacks the warning %q", warning)
+		}
+		if err := os.Chmod(execConfig, 0o600); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -359,14 +370,36 @@ spec:
 		if _, err := admin.CoreV1().Pods("tenant").Get(ctx, "static-root-"+node, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("the mirror pod of a privileged static pod: %v", err)
 		}
+		// Where the nodes may use a policy that admits it (the examples
+		// grant privileged in kube-system), the mirror pod shows the pod.
+		visible := filepath.Join(localnode.StaticPodPath(lu.dir, node), "static-visible.yaml")
+		manifest = strings.Replace(strings.Replace(manifest, "static-root", "static-visible", 1), "namespace: tenant", "namespace: kube-system", 1)
+		if err := os.WriteFile(visible, []byte(manifest), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(visible)
+		err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			p, err := admin.CoreV1().Pods("kube-system").Get(ctx, "static-visible-"+node, metav1.GetOptions{})
+			return err == nil && p.Annotations["kubernetes.io/psp"] == "privileged", nil
+		})
+		if err != nil {
+			t.Errorf("no mirror pod, admitted by privileged, for the static pod in kube-system: %v", err)
+		}
 	})
 
 	t.Run("who may write PodSecurityPolicies and grant their use: RBAC and its escalation check decide", func(t *testing.T) {
-		lu.apply(t, pspAuthorRBAC)
 		policy := `{"apiVersion":"policy/v1beta1","kind":"PodSecurityPolicy","metadata":{"name":"alice-anything"},
 "spec":{"privileged":true,"allowPrivilegeEscalation":true,"volumes":["*"],"runAsUser":{"rule":"RunAsAny"},
 "seLinux":{"rule":"RunAsAny"},"supplementalGroups":{"rule":"RunAsAny"},"fsGroup":{"rule":"RunAsAny"}}}`
-		lu.mustRun(t, alice.kubectlStdin(policy), "create", "-f", "-")
+		for _, args := range [][]string{{"create", "-f", "-"}, {"patch", "podsecuritypolicy", "restricted", "--type=merge", "-p", `{"spec":{"privileged":true}}`}} {
+			if out, err := alice.kubectlStdin(policy)(args...); err == nil || !strings.Contains(out, "Forbidden") {
+				t.Errorf("kubectl %s as alice, without rights on podsecuritypolicies: %v\n%s", args[0], err, out)
+			}
+		}
+		lu.apply(t, pspAuthorRBAC)
+		if _, err := eventually(ctx, func() (string, error) { return alice.kubectlStdin(policy)("create", "-f", "-") }); err != nil {
+			t.Fatalf("alice creating a policy, granted: %v", err)
+		}
 		defer lu.mustKubectl(t, "delete", "podsecuritypolicy", "alice-anything")
 		privileged := func(name string) error {
 			_, err := alice.client.CoreV1().Pods("tenant").Create(ctx, sleeper(name, func(p *corev1.Pod) {

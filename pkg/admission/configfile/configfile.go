@@ -434,3 +434,30 @@ func lenientEntries(file string) ([]byte, []entry, error) {
 	}
 	return data, config.Plugins, nil
 }
+
+// WritableByOthers describes each of file and the files its entries name by
+// path that someone other than its owner may change: a file its group or
+// everyone may write, or one in a directory its group or everyone may write
+// without the sticky bit (anyone there can rename another file over it).
+// The apiserver applies what it finds in them within a second, so whoever
+// can write them decides admission (docs/security.md).
+func WritableByOthers(file string) []string {
+	files := []string{file}
+	_, entries, _ := lenientEntries(file)
+	for _, e := range entries {
+		if e.Path != "" && !slices.Contains(files, resolve(file, e.Path)) {
+			files = append(files, resolve(file, e.Path))
+		}
+	}
+	var found []string
+	for _, f := range files {
+		if info, err := os.Stat(f); err == nil && info.Mode().Perm()&0o022 != 0 {
+			found = append(found, fmt.Sprintf("%s is writable by its group or everyone (mode %#o)", f, info.Mode().Perm()))
+		}
+		dir := filepath.Dir(f)
+		if info, err := os.Stat(dir); err == nil && info.Mode().Perm()&0o022 != 0 && info.Mode()&os.ModeSticky == 0 {
+			found = append(found, fmt.Sprintf("%s is in %s, which its group or everyone may write (mode %#o)", f, dir, info.Mode().Perm()))
+		}
+	}
+	return found
+}

@@ -709,3 +709,52 @@ func TestCheck(t *testing.T) {
 		t.Errorf("legacy file without imagePolicy, --admission-control=ImagePolicyWebhook: %v", err)
 	}
 }
+
+func TestWritableByOthers(t *testing.T) {
+	tests := []struct {
+		name            string
+		dirMode, cfMode os.FileMode // the directory's, the configuration file's
+		pluginMode      os.FileMode // the file the configuration names by path
+		want            []string    // substrings, one a finding; none for none
+	}{
+		{name: "owner only", dirMode: 0o755, cfMode: 0o600, pluginMode: 0o644},
+		{name: "group-writable configuration", dirMode: 0o755, cfMode: 0o660, pluginMode: 0o644,
+			want: []string{"admission.yaml is writable by its group or everyone (mode 0660)"}},
+		{name: "world-writable plugin file", dirMode: 0o755, cfMode: 0o600, pluginMode: 0o666,
+			want: []string{"exec.yaml is writable by its group or everyone (mode 0666)"}},
+		{name: "world-writable directory", dirMode: 0o777, cfMode: 0o600, pluginMode: 0o600,
+			want: []string{"admission.yaml is in", "exec.yaml is in"}},
+		{name: "sticky world-writable directory", dirMode: 0o777 | os.ModeSticky, cfMode: 0o600, pluginMode: 0o600},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "admission")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(dir, "admission.yaml")
+			write := func(path, data string, mode os.FileMode) {
+				if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(path, mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(file, "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: DenyEscalatingExec\n  path: exec.yaml\n", tt.cfMode)
+			write(filepath.Join(dir, "exec.yaml"), "apiVersion: exec.admission.turnstile.dev/v1alpha1\nkind: ExecConfiguration\n", tt.pluginMode)
+			if err := os.Chmod(dir, tt.dirMode); err != nil {
+				t.Fatal(err)
+			}
+			got := WritableByOthers(file)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %q, want %d findings %q", got, len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("finding %d: %q, want it to contain %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}

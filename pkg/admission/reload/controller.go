@@ -77,7 +77,16 @@ func (c *Controller) Start() error {
 	c.inForce, c.sources = configs, configfile.EntrySources(c.File)
 	c.hash = configHash(configs)
 	recordConfigInfo(c.APIServerID, c.hash)
+	c.warnWritable()
 	return nil
+}
+
+// warnWritable warns about every configuration file someone other than
+// its owner may change: a reload applies what they write.
+func (c *Controller) warnWritable() {
+	for _, w := range configfile.WritableByOthers(c.File) {
+		klog.Warningf("%s: whoever can write the admission configuration decides admission, and the apiserver applies a change within a second; make it writable by its owner only", w)
+	}
 }
 
 // Run watches the files until ctx ends.
@@ -110,6 +119,7 @@ func (c *Controller) Check() (tried bool, err error) {
 	}
 	recordSuccess(c.APIServerID, c.hash)
 	klog.InfoS("Admission configuration reloaded", "file", c.File, "hash", c.hash, "duration", time.Since(began))
+	c.warnWritable()
 	return true, nil
 }
 
