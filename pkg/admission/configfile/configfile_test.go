@@ -206,6 +206,18 @@ coverEphemeralContainers: sometimes
 `,
 		wantField: "coverEphemeralContainers",
 	},
+	"PodSecurityPolicy": {
+		valid: `apiVersion: podsecuritypolicy.admission.turnstile.dev/v1alpha1
+kind: PodSecurityPolicyConfiguration
+mode: warn
+`,
+		dupLine: "mode: warn",
+		invalid: `apiVersion: podsecuritypolicy.admission.turnstile.dev/v1alpha1
+kind: PodSecurityPolicyConfiguration
+mode: warm
+`,
+		wantField: `mode: Unsupported value: "warm": supported values: "enforce", "warn", "audit"`,
+	},
 	"DenyEscalatingExec": {
 		valid: `apiVersion: exec.admission.turnstile.dev/v1alpha1
 kind: ExecConfiguration
@@ -638,6 +650,7 @@ func TestExamples(t *testing.T) {
 		"persistentvolumelabel.yaml":    {"PersistentVolumeLabel"},
 		"podtolerationrestriction.yaml": {"PodTolerationRestriction"},
 		"securitycontextdeny.yaml":      {"SecurityContextDeny"},
+		"podsecuritypolicy.yaml":        {"PodSecurityPolicy"},
 	} {
 		data, err := os.ReadFile(filepath.Join("../../../examples/admission", file))
 		if err != nil {
@@ -650,7 +663,7 @@ func TestExamples(t *testing.T) {
 		}
 	}
 	examples, err := filepath.Glob("../../../examples/admission/*.yaml")
-	if err != nil || len(examples) != 6 {
+	if err != nil || len(examples) != 7 {
 		t.Errorf("examples/admission has %v (%v): add the new example to this test", examples, err)
 	}
 }

@@ -46,6 +46,8 @@ import (
 	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec"
 	execv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec/apis/v1alpha1"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
+	podsecuritypolicyv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy/apis/v1alpha1"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny"
 	securitycontextdenyv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny/apis/v1alpha1"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel"
@@ -76,6 +78,7 @@ var checks = map[string]check{
 	exec.DenyEscalatingExec:             restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme),
 	exec.DenyExecOnPrivileged:           restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme),
 	persistentvolumelabel.PluginName:    factory(persistentvolumelabel.NewFromConfig),
+	podsecuritypolicy.PluginName:        restored[podsecuritypolicyv1alpha1.PodSecurityPolicyConfiguration](podsecuritypolicyv1alpha1.AddToScheme, podsecuritypolicyv1alpha1.Validate),
 }
 
 // Configurable returns the names of the plugins that read a configuration.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -49,6 +50,8 @@ func pluginConfig(dir, plugin string, v int) string {
 		return fmt.Sprintf("apiVersion: exec.admission.turnstile.dev/v1alpha1\nkind: ExecConfiguration\nperContainer: %v\n", v%2 == 0)
 	case "PersistentVolumeLabel":
 		return fmt.Sprintf("apiVersion: persistentvolumelabel.admission.turnstile.dev/v1alpha1\nkind: PersistentVolumeLabelConfiguration\nrules:\n- name: rule-%d\n  match:\n    volumeType: gcePersistentDisk\n    idRegex: '^disk-'\n  zones: [zone-a]\n", v)
+	case "PodSecurityPolicy":
+		return fmt.Sprintf("apiVersion: podsecuritypolicy.admission.turnstile.dev/v1alpha1\nkind: PodSecurityPolicyConfiguration\nmode: %s\n", map[bool]string{true: "warn", false: "audit"}[v%2 == 0])
 	case "ResourceQuota":
 		return "apiVersion: apiserver.config.k8s.io/v1\nkind: ResourceQuotaConfiguration\nlimitedResources:\n- resource: pods\n  matchContains: [requests.cpu]\n"
 	}
@@ -88,7 +91,8 @@ func newTenPluginHarness(t testing.TB) *tenPluginHarness {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	init := initializer.New(client, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), factory, authorizerfactory.NewAlwaysAllowAuthorizer(),
+	init := initializer.New(client, dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{{Group: "policy", Version: "v1beta1", Resource: "podsecuritypolicies"}: "PodSecurityPolicyList"}), factory, authorizerfactory.NewAlwaysAllowAuthorizer(),
 		utilfeature.DefaultFeatureGate, compatibility.DefaultBuildEffectiveVersion(), ctx.Done(), nil)
 	provider, err := admission.ReadAdmissionConfiguration(enabled, file, configScheme(t))
 	if err != nil {

@@ -27,12 +27,14 @@ import (
 // Reloadable are the plugins whose configuration a reload may change. Their
 // instances hold nothing that outlives them but caches (EventRateLimit's
 // token buckets, ImagePolicyWebhook's answers), which a reload starts
-// afresh. The webhook and admission policy plugins and ResourceQuota start
-// workers and informers of their own that an instance cannot hand over, so
-// a change to their configuration is refused until a restart.
+// afresh; PodSecurityPolicy's instances share one registration's policy
+// and RBAC caches. The webhook and admission policy plugins and
+// ResourceQuota start workers and informers of their own that an instance
+// cannot hand over, so a change to their configuration is refused until a
+// restart.
 var Reloadable = sets.New(
 	"EventRateLimit", "ImagePolicyWebhook", "PodNodeSelector", "PodSecurity", "PodTolerationRestriction",
-	"SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged", "PersistentVolumeLabel",
+	"SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged", "PersistentVolumeLabel", "PodSecurityPolicy",
 )
 
 // Plugin is one plugin of the chain as it was built.

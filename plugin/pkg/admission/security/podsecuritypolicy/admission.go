@@ -13,6 +13,7 @@ import (
 	"io"
 	"iter"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -20,6 +21,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
@@ -28,6 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
@@ -35,7 +39,9 @@ import (
 	rbacv1helpers "k8s.io/kubernetes/pkg/apis/rbac/v1"
 	rbacregistry "k8s.io/kubernetes/pkg/registry/rbac"
 
+	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy/apis/v1alpha1"
 )
 
 // PluginName is the name under which the plugin is registered.
@@ -52,24 +58,83 @@ const (
 	auditKeyPrefix         = "podsecuritypolicy.policy.k8s.io"
 	admitPolicyKey         = auditKeyPrefix + "/admit-policy"
 	validatePolicyKey      = auditKeyPrefix + "/validate-policy"
+	// In audit mode: what enforce would have refused, and defaulted.
+	violationsKey = auditKeyPrefix + "/audit-violations"
+	mutationsKey  = auditKeyPrefix + "/audit-mutations"
 )
 
-// Register registers the plugin. It takes no configuration.
+// Register registers the plugin, configured by a
+// PodSecurityPolicyConfiguration (apis/v1alpha1) or enforcing without one.
+// The instances it builds share one policy cache and one RBAC rules cache,
+// so a reload of the configuration builds an instance that serves at once,
+// from caches already synced, instead of a second set of informers.
 func Register(plugins *admission.Plugins) {
-	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
-		return NewPlugin(), nil
-	})
+	plugins.Register(PluginName, newFactory(newCaches()))
+}
+
+// newFactory builds plugins that share the caches.
+func newFactory(shared *caches) admission.Factory {
+	return func(config io.Reader) (admission.Interface, error) {
+		var c v1alpha1.PodSecurityPolicyConfiguration
+		if _, err := pluginconfig.Decode(PluginName, config, configScheme, &c); err != nil {
+			return nil, err
+		}
+		if err := v1alpha1.Validate(&c); err != nil {
+			return nil, fmt.Errorf("%s: %w", PluginName, err)
+		}
+		if c.Mode != "" && c.Mode != v1alpha1.Enforce {
+			klog.InfoS("PodSecurityPolicy reports instead of refusing: pods are neither refused nor changed", "mode", c.Mode)
+		}
+		return newPlugin(shared, c.Mode), nil
+	}
+}
+
+var configScheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(v1alpha1.AddToScheme(configScheme))
 }
 
 // Plugin is the PodSecurityPolicy admission plugin.
 type Plugin struct {
 	*admission.Handler
+	mode      v1alpha1.Mode
 	authz     authorizer.Authorizer
+	caches    *caches
 	policies  *policyCache
 	rules     *rulesCache
 	dynamic   dynamic.Interface
 	informers informers.SharedInformerFactory
 	synced    atomic.Bool // the policy cache has seen every policy (ready)
+}
+
+// caches are the policy and RBAC rules caches the instances of one
+// registration share, watched from the first instance's initialization on.
+type caches struct {
+	policies *policyCache
+	rules    *rulesCache
+	once     sync.Once
+	synced   func() bool
+	err      error
+}
+
+func newCaches() *caches {
+	return &caches{policies: newPolicyCache(), rules: newRulesCache()}
+}
+
+// watch starts the caches' informers once, with the first instance's
+// informer factory and client (every instance gets the same ones), and
+// returns whether the policy cache has synced.
+func (c *caches) watch(f informers.SharedInformerFactory, client dynamic.Interface) (func() bool, error) {
+	c.once.Do(func() {
+		if c.synced, c.err = c.policies.watch(f, client); c.err != nil {
+			return
+		}
+		if err := c.rules.watch(f); err != nil {
+			c.err = fmt.Errorf("watching RBAC objects: %w", err)
+		}
+	})
+	return c.synced, c.err
 }
 
 var (
@@ -81,14 +146,22 @@ var (
 	_ genericadmissioninit.WantsExternalKubeInformerFactory = &Plugin{}
 )
 
-// NewPlugin returns a plugin that handles pod creations and updates. It
-// needs an authorizer, a dynamic client and the apiserver's informer
-// factory, which the admission initializers provide.
-func NewPlugin() *Plugin {
+// NewPlugin returns an enforcing plugin, with caches of its own, that
+// handles pod creations and updates. It needs an authorizer, a dynamic
+// client and the apiserver's informer factory, which the admission
+// initializers provide.
+func NewPlugin() *Plugin { return newPlugin(newCaches(), v1alpha1.Enforce) }
+
+func newPlugin(c *caches, mode v1alpha1.Mode) *Plugin {
+	if mode == "" {
+		mode = v1alpha1.Enforce
+	}
 	return &Plugin{
 		Handler:  admission.NewHandler(admission.Create, admission.Update),
-		policies: newPolicyCache(),
-		rules:    newRulesCache(),
+		mode:     mode,
+		caches:   c,
+		policies: c.policies,
+		rules:    c.rules,
 	}
 }
 
@@ -111,34 +184,42 @@ func (p *Plugin) ValidateInitialization() error {
 	if p.dynamic == nil || p.informers == nil {
 		return fmt.Errorf("%s requires a lister", PluginName)
 	}
-	synced, err := p.policies.watch(p.informers, p.dynamic)
+	synced, err := p.caches.watch(p.informers, p.dynamic)
 	if err != nil {
 		return fmt.Errorf("%s: %w", PluginName, err)
-	}
-	if err := p.rules.watch(p.informers); err != nil {
-		return fmt.Errorf("%s: watching RBAC objects: %w", PluginName, err)
 	}
 	p.SetReadyFunc(synced)
 	return nil
 }
 
 // Admit chooses a policy for a new pod, applies its defaults, and records
-// the choice in the pod's kubernetes.io/psp annotation.
+// the choice in the pod's kubernetes.io/psp annotation. In warn and audit
+// modes it reports the refusal or the defaults instead, and changes nothing.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	pod, err := p.podToCheck(a, false)
 	if pod == nil || a.GetOperation() != admission.Create {
 		return err
 	}
 	if err := p.ready(); err != nil {
-		return err
+		return p.refuse(ctx, a, err)
 	}
 	allowed, name, errs, err := p.choose(ctx, a, pod, true, "")
 	if err != nil {
-		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+		return p.refuse(ctx, a, admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err)))
 	}
 	if allowed == nil {
 		klog.V(4).InfoS("No PodSecurityPolicy admits the pod", "pod", klog.KRef(a.GetNamespace(), a.GetName()), "errors", errs)
-		return admission.NewForbidden(a, fmt.Errorf("%s: unable to admit pod: %v", PluginName, errs))
+		if p.mode != v1alpha1.Enforce {
+			p.report(ctx, violationsKey, "unable to admit pod: "+errs.String())
+			return nil
+		}
+		return admission.NewForbidden(a, fmt.Errorf("%s: unable to admit pod: %v", PluginName, errs.all()))
+	}
+	if p.mode != v1alpha1.Enforce {
+		if allowed != pod {
+			p.report(ctx, mutationsKey, fmt.Sprintf("policy %q would set %s", name, strings.Join(changedFields(pod, allowed), ", ")))
+		}
+		return nil
 	}
 	if allowed != pod {
 		*pod = *allowed
@@ -153,24 +234,54 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 
 // Validate admits a pod only if some policy the requester may use accepts
 // it without changing it. The pod's kubernetes.io/psp policy is tried
-// first.
+// first. In warn and audit modes it reports a refusal instead; a creation
+// is not judged again there, since Admit judged it with defaults allowed
+// and applied none.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	pod, err := p.podToCheck(a, true)
 	if pod == nil {
 		return err
 	}
+	if p.mode != v1alpha1.Enforce && a.GetOperation() == admission.Create && a.GetSubresource() == "" {
+		return nil
+	}
 	if err := p.ready(); err != nil {
-		return err
+		return p.refuse(ctx, a, err)
 	}
 	allowed, name, errs, err := p.choose(ctx, a, pod, false, pod.Annotations[ValidatedPSPAnnotation])
 	if err != nil {
-		return admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err))
+		return p.refuse(ctx, a, admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err)))
 	}
 	if allowed == nil {
-		return admission.NewForbidden(a, fmt.Errorf("%s: unable to validate pod: %v", PluginName, errs))
+		if p.mode != v1alpha1.Enforce {
+			p.report(ctx, violationsKey, "unable to validate pod: "+errs.String())
+			return nil
+		}
+		return admission.NewForbidden(a, fmt.Errorf("%s: unable to validate pod: %v", PluginName, errs.all()))
 	}
 	audit.AddAuditAnnotation(ctx, validatePolicyKey, name)
 	return nil
+}
+
+// refuse returns err in enforce mode; in warn and audit modes it reports
+// it and admits.
+func (p *Plugin) refuse(ctx context.Context, a admission.Attributes, err error) error {
+	if p.mode == v1alpha1.Enforce {
+		return err
+	}
+	p.report(ctx, violationsKey, "not judged: "+err.Error())
+	return nil
+}
+
+// report tells the client (warn) or the audit log (audit) what enforce
+// would have done.
+func (p *Plugin) report(ctx context.Context, key, what string) {
+	switch p.mode {
+	case v1alpha1.Warn:
+		warning.AddWarning(ctx, "", PluginName+": "+what)
+	case v1alpha1.Audit:
+		audit.AddAuditAnnotation(ctx, key, what)
+	}
 }
 
 // podToCheck returns the pod a request asks the plugin to judge, or nil
@@ -231,7 +342,7 @@ var errNoProviders = errors.New("no providers available to validate pod request"
 // that accept the pod, or on rejection. Where the requester's rules name
 // the policies it may use, only those are tried (candidates). The outcome
 // is the same.
-func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Pod, mutationAllowed bool, hint string) (*api.Pod, string, field.ErrorList, error) {
+func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Pod, mutationAllowed bool, hint string) (*api.Pod, string, rejections, error) {
 	policies := p.policies.snapshot()
 	if len(policies.sorted) == 0 {
 		return nil, "", nil, errNoProviders
@@ -267,23 +378,70 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 			return mutated, pr.Name(), nil, nil
 		}
 	}
-	return nil, "", rejection(ordered, pod, subject, requester), nil
+	return nil, "", rejected(ordered, pod, subject, requester), nil
 }
 
-// rejection gathers the errors of every policy the requester may use, in
-// the order they were tried. As in v1.24, a policy is judged on the pod
-// with its defaults applied, even where mutation is not allowed.
-func rejection(ordered iter.Seq[*podsecuritypolicy.Provider], pod *api.Pod, subject *podsecuritypolicy.Subject, requester *requester) field.ErrorList {
+// rejections are, for each policy the requester may use, in the order the
+// policies were tried, why it did not admit the pod.
+type rejections []rejection
+
+// rejection is one policy's errors, or, for a policy whose defaults the
+// pod would need where none may be applied (updates), the pod and the pod
+// with the defaults (their difference is told only when a report asks).
+type rejection struct {
+	policy       string
+	errs         field.ErrorList
+	pod, mutated *api.Pod
+}
+
+// all is every error, as v1.24 listed them.
+func (r rejections) all() field.ErrorList {
 	all := field.ErrorList{}
+	for _, p := range r {
+		all = append(all, p.errs...)
+	}
+	return all
+}
+
+// String names each policy with its reason, for warn and audit modes:
+// `policy "restricted": [...]; policy "baseline": [...]`.
+func (r rejections) String() string {
+	if len(r) == 0 {
+		return "no policy the requester may use"
+	}
+	parts := make([]string, len(r))
+	for i, p := range r {
+		if len(p.errs) > 0 {
+			parts[i] = fmt.Sprintf("policy %q: %v", p.policy, p.errs)
+		} else {
+			parts[i] = fmt.Sprintf("policy %q: would have to set %s, and may not change the pod here", p.policy, strings.Join(changedFields(p.pod, p.mutated), ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rejected gathers why each policy the requester may use did not admit the
+// pod, in the order they were tried. As in v1.24, a policy is judged on the
+// pod with its defaults applied, even where mutation is not allowed; such a
+// policy, if it then admits, is listed with the fields it would set (v1.24
+// listed nothing for it).
+func rejected(ordered iter.Seq[*podsecuritypolicy.Provider], pod *api.Pod, subject *podsecuritypolicy.Subject, requester *requester) rejections {
+	var all rejections
 	for pr := range ordered {
 		var errs field.ErrorList
+		var mutated *api.Pod
 		if pr.Mutates(subject) {
-			errs = pr.ValidatePod(pr.Mutated(pod))
+			mutated = pr.Mutated(pod)
+			errs = pr.ValidatePod(mutated)
 		} else {
 			errs = pr.Validate(subject)
 		}
-		if len(errs) > 0 && requester.mayUse(pr.Name()) {
-			all = append(all, errs...)
+		switch {
+		case !requester.mayUse(pr.Name()):
+		case len(errs) > 0:
+			all = append(all, rejection{policy: pr.Name(), errs: errs})
+		case mutated != nil:
+			all = append(all, rejection{policy: pr.Name(), pod: pod, mutated: mutated})
 		}
 	}
 	return all
