@@ -102,7 +102,7 @@ space := $(subst ,, )
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-build: $(BIN)/kube-apiserver ## Build our kube-apiserver into _output/bin.
+build: $(BIN)/kube-apiserver $(BIN)/kubectl-psp ## Build our kube-apiserver and the kubectl psp plugin (kubectl-psp) into _output/bin.
 
 tools: $(addprefix $(BIN)/,$(TOOLS)) ## Build etcd, vanilla kube-apiserver, kubectl, kubeadm, controller-manager, scheduler.
 
@@ -187,6 +187,9 @@ clean-local: $(BIN)/local-up ## Remove the state of `make run` (PKI, etcd data, 
 # Go decides what is stale, so these always run and are cheap when nothing changed.
 $(BIN)/kube-apiserver: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kube-apiserver
+
+$(BIN)/kubectl-psp: FORCE
+	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kubectl-psp
 
 $(BIN)/local-up $(BIN)/bench $(BIN)/conformance: FORCE
 	$(GO) build -trimpath -o $@ ./hack/$(notdir $@)

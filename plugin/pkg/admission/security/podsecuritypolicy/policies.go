@@ -149,10 +149,16 @@ func toInternal(obj interface{}) (*policy.PodSecurityPolicy, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &external); err != nil {
 		return nil, fmt.Errorf("podsecuritypolicy %q: %w", u.GetName(), err)
 	}
-	scheme.Default(&external)
+	return convert(&external)
+}
+
+// convert defaults external as the API serves it, and converts it to the
+// internal type.
+func convert(external *policyv1beta1.PodSecurityPolicy) (*policy.PodSecurityPolicy, error) {
+	scheme.Default(external)
 	internal := &policy.PodSecurityPolicy{}
-	if err := scheme.Convert(&external, internal, nil); err != nil {
-		return nil, fmt.Errorf("podsecuritypolicy %q: %w", u.GetName(), err)
+	if err := scheme.Convert(external, internal, nil); err != nil {
+		return nil, fmt.Errorf("podsecuritypolicy %q: %w", external.Name, err)
 	}
 	return internal, nil
 }

@@ -1,0 +1,171 @@
+// Command kubectl-psp is the kubectl plugin for leaving PodSecurityPolicy
+// (`kubectl psp ...`): it reads the cluster through the usual kubeconfig
+// and writes nothing to it. See docs/psp-migration.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	psapolicy "k8s.io/pod-security-admission/policy"
+
+	pspclient "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned"
+	"github.com/turnstile-k8s/turnstile/pkg/pspmigration"
+	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
+)
+
+func main() {
+	if err := newCommand(os.Stdout, os.Stderr).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand(out, errOut io.Writer) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{
+		Use:           "kubectl-psp",
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl psp"},
+		Short:         "Leave PodSecurityPolicy: which level each workload meets, and what replaces the policies",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	flags.AddFlags(root.PersistentFlags())
+	var output string
+	var all bool
+	report := &cobra.Command{
+		Use:   "report",
+		Short: "For every workload: the policy that admits it, what the policy changes, the strictest Pod Security Standards level it meets; per namespace the enforce level that admits everything",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("--output %q: want table or json", output)
+			}
+			namespace := ""
+			if !all && flags.Namespace != nil && *flags.Namespace != "" {
+				namespace = *flags.Namespace
+			}
+			r, err := buildReport(cmd.Context(), flags, namespace)
+			if err != nil {
+				return err
+			}
+			for name, why := range r.Skipped {
+				fmt.Fprintf(errOut, "warning: policy %s cannot be applied, and PodSecurityPolicy skips it too: %s\n", name, why)
+			}
+			if output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			}
+			return printReport(out, r)
+		},
+	}
+	report.Flags().StringVarP(&output, "output", "o", "table", "table (for people) or json (for scripts)")
+	report.Flags().BoolVarP(&all, "all-namespaces", "A", false, "every namespace (the default unless --namespace is given)")
+	root.AddCommand(report)
+	return root
+}
+
+// buildReport reads the cluster and judges every workload.
+func buildReport(ctx context.Context, flags *genericclioptions.ConfigFlags, namespace string) (*pspmigration.Report, error) {
+	config, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	// The API's deprecation warning on every call says what the user of
+	// this tool knows already.
+	pspConfig := rest.CopyConfig(config)
+	pspConfig.WarningHandler = rest.NoWarnings{}
+	psp, err := pspclient.NewForConfig(pspConfig)
+	if err != nil {
+		return nil, err
+	}
+	policies, err := pspmigration.Policies(ctx, psp)
+	if err != nil {
+		return nil, err
+	}
+	if len(policies) == 0 {
+		return nil, errors.New("the cluster has no PodSecurityPolicy: there is nothing to migrate from (with the plugin on, no pod is admitted)")
+	}
+	authz, err := pspmigration.Authorizer(ctx, kube)
+	if err != nil {
+		return nil, err
+	}
+	workloads, err := pspmigration.Collect(ctx, kube, namespace)
+	if err != nil {
+		return nil, err
+	}
+	decider, skipped := pspadmission.NewDecider(policies, authz)
+	evaluator, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
+	if err != nil {
+		return nil, err
+	}
+	r, err := pspmigration.Build(ctx, workloads, decider, evaluator)
+	if err != nil {
+		return nil, err
+	}
+	for name, why := range skipped {
+		if r.Skipped == nil {
+			r.Skipped = map[string]string{}
+		}
+		r.Skipped[name] = why.Error()
+	}
+	return r, nil
+}
+
+// printReport writes the table: each workload, then each namespace's
+// verdict.
+func printReport(out io.Writer, r *pspmigration.Report) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE\tWORKLOAD\tADMITTED BY\tPOLICY NOW\tLEVEL\tPOLICY SETS")
+	for _, e := range r.Workloads {
+		now := e.Policy
+		if now == "" {
+			now = "(refused)"
+		}
+		fmt.Fprintf(w, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", e.Namespace, e.Kind, e.Name, orNone(strings.Join(e.Admitted, ",")), now, e.Level, orNone(strings.Join(e.Changes, ", ")))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	for _, ns := range r.Namespaces {
+		fmt.Fprintf(out, "namespace %s: pod-security.kubernetes.io/enforce=%s admits all %d workload(s)", ns.Name, ns.Enforce, ns.Workloads)
+		if ns.Stricter == "" {
+			fmt.Fprintln(out)
+			continue
+		}
+		fmt.Fprintf(out, "; %s would refuse %d:\n", ns.Stricter, len(ns.Breaks))
+		for _, b := range ns.Breaks {
+			fmt.Fprintf(out, "  %s: %s\n", b.Workload, b.Reasons)
+		}
+	}
+	for _, e := range r.Workloads {
+		if e.Refusal != "" {
+			fmt.Fprintf(out, "%s/%s/%s is refused by PodSecurityPolicy now: %s\n", e.Kind, e.Namespace, e.Name, e.Refusal)
+		}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,75 @@
+package podsecuritypolicy
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	api "k8s.io/kubernetes/pkg/apis/core"
+
+	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
+)
+
+// Decider is the plugin's decision procedure outside the apiserver: the
+// same code, over policies and an authorizer its caller loaded (kubectl
+// psp reads them from a cluster), for new pods.
+type Decider struct{ plugin *Plugin }
+
+// Decision is what enforce mode does with a new pod.
+type Decision struct {
+	// Policy admits the pod; "" when none does.
+	Policy string
+	// Pod is the pod as admitted, with the policy's defaults; nil when
+	// refused.
+	Pod *api.Pod
+	// Changed are the fields the defaults set, in the API's names.
+	Changed []string
+	// Refusal is the plugin's message when no policy admits the pod.
+	Refusal string
+}
+
+// NewDecider builds a decider from the cluster's policies, defaulted as the
+// API serves them, and an authorizer that answers `use`. A policy the
+// plugin cannot apply is skipped, as the plugin skips it, and returned in
+// skipped with the reason.
+func NewDecider(policies []*policyv1beta1.PodSecurityPolicy, authz authorizer.Authorizer) (d *Decider, skipped map[string]error) {
+	p := NewPlugin()
+	p.SetAuthorizer(authz)
+	skipped = map[string]error{}
+	for _, external := range policies {
+		internal, err := convert(external.DeepCopy())
+		if err == nil {
+			_, err = podsecuritypolicy.NewProvider(internal)
+		}
+		if err != nil {
+			skipped[external.Name] = err
+			continue
+		}
+		p.policies.set(internal)
+	}
+	return &Decider{plugin: p}, skipped
+}
+
+// Decide admits pod as a creation in namespace by requester (nil for an
+// unknown creator: then only the pod's service account's grants count).
+// The pod is not changed.
+func (d *Decider) Decide(ctx context.Context, namespace string, requester user.Info, pod *api.Pod) (Decision, error) {
+	pod = pod.DeepCopy()
+	pod.Namespace = namespace
+	a := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("v1"), namespace, pod.Name,
+		api.Resource("pods").WithVersion("v1"), "", admission.Create, &metav1.CreateOptions{}, false, requester)
+	allowed, name, errs, err := d.plugin.choose(ctx, a, pod, true, "")
+	switch {
+	case err != nil:
+		return Decision{}, fmt.Errorf("%s: %w", PluginName, err)
+	case allowed == nil:
+		return Decision{Refusal: fmt.Sprintf("%s: unable to admit pod: %v", PluginName, errs.all())}, nil
+	case allowed == pod:
+		return Decision{Policy: name, Pod: pod}, nil
+	}
+	return Decision{Policy: name, Pod: allowed, Changed: changedFields(pod, allowed)}, nil
+}
