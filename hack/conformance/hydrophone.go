@@ -14,6 +14,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // The runners: ours starts ginkgo and e2e.test on the host (runPasses);
@@ -58,18 +65,97 @@ func runHydrophone(ctx context.Context, o options, dir string, c *cluster) error
 	defer progress.Flush()
 	cmd.Stdout = io.MultiWriter(log, progress)
 	cmd.Stderr = io.MultiWriter(log, os.Stdout)
-	err, stopped := runWhileCluster(ctx, cmd, c, "run", logPath)
+	config, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	// hydrophone v0.8.0 waits forever for a conformance pod that was
+	// evicted (a node under DiskPressure evicts it): the watchdog stops it.
+	run, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go watchdog(run, cancel, client, podGrace)
+	err, stopped := runWhileCluster(run, cmd, c, "run", logPath)
 	if stopped != nil {
 		return stopped
 	}
 	// hydrophone exits with the suite's status when a spec failed, which
-	// the summary tells better; without its two files the run failed.
+	// the summary tells better; without its two files the run failed (and
+	// if the watchdog stopped it, that says why). A watchdog that stopped
+	// it while it cleaned up after downloading them changes nothing.
 	for _, name := range []string{"e2e.log", "junit_01.xml"} {
 		if _, statErr := os.Stat(filepath.Join(dir, name)); statErr != nil {
+			if cause := context.Cause(run); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+				return fmt.Errorf("hydrophone stopped: %w; see %s:\n%s", cause, logPath, tail(logPath, 20))
+			}
 			return fmt.Errorf("hydrophone wrote no %s (%v); see %s:\n%s", name, err, logPath, tail(logPath, 20))
 		}
 	}
 	return nil
+}
+
+// The conformance pod hydrophone v0.8.0 starts (pkg/conformance: PodName,
+// types.DefaultNamespace).
+const (
+	conformanceNamespace = "conformance"
+	conformancePod       = "e2e-conformance-test"
+)
+
+// podGrace is how long hydrophone has to notice, by itself, that its pod
+// ended before the watchdog stops it; podPoll how often the pod is read.
+var (
+	podGrace = 2 * time.Minute
+	podPoll  = 10 * time.Second
+)
+
+// watchdog cancels run, with the reason, when the conformance pod has
+// failed (evicted, or killed with its sidecar) or vanished after it
+// existed, and hydrophone has not ended within grace of it. It returns
+// when run ends.
+func watchdog(run context.Context, cancel context.CancelCauseFunc, client kubernetes.Interface, grace time.Duration) {
+	seen := false
+	for {
+		select {
+		case <-run.Done():
+			return
+		case <-time.After(podPoll):
+		}
+		pod, err := client.CoreV1().Pods(conformanceNamespace).Get(run, conformancePod, metav1.GetOptions{})
+		reason := ""
+		switch {
+		case apierrors.IsNotFound(err) && seen:
+			reason = "the conformance pod " + conformanceNamespace + "/" + conformancePod + " is gone"
+		case err != nil:
+			continue
+		default:
+			seen = true
+			reason = podEnded(pod)
+		}
+		if reason == "" {
+			continue
+		}
+		fmt.Printf("conformance: %s; hydrophone has %s to notice before it is stopped\n", reason, grace)
+		select {
+		case <-run.Done():
+		case <-time.After(grace):
+			cancel(errors.New(reason))
+		}
+		return
+	}
+}
+
+// podEnded says how the conformance pod ended, or "" while it runs: its
+// phase is Failed only once every container, the result sidecar too, has
+// stopped, which a finished run never does before hydrophone has the
+// results.
+func podEnded(pod *corev1.Pod) string {
+	if pod.Status.Phase != corev1.PodFailed {
+		return ""
+	}
+	return fmt.Sprintf("the conformance pod %s/%s failed: %s %s", pod.Namespace, pod.Name, pod.Status.Reason, pod.Status.Message)
 }
 
 // hydrophoneArgs are hydrophone's flags for a run of o's specs. With a
