@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -634,7 +633,7 @@ func (u *user) portForward(t *testing.T, pod string, remote int) (int, string, f
 	t.Helper()
 	ports := freePorts(t, 1)
 	cmd := exec.Command(u.kubectlPath, "--kubeconfig", u.kubeconfig, "-n", "tenant", "port-forward", "pod/"+pod, fmt.Sprintf("%s:%d", ports[0], remote))
-	var out lockedBuffer
+	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -746,24 +745,6 @@ func forwardThrough(config *rest.Config, u *url.URL, remote int) (int, func(), e
 		close(stop)
 		return 0, nil, fmt.Errorf("port-forward through %s neither forwarded nor failed in 30 s", u)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a process writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // streamExec runs the exec at u over SPDY, as kubectl exec did before

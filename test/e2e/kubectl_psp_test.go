@@ -31,20 +31,9 @@ import (
 // dry run of the namespace's enforce label, as `kubectl label --dry-run=server`
 // does, which pods each level would refuse.
 func TestKubectlPSPReport(t *testing.T) {
-	dir := t.TempDir()
 	s, admin := startServer(t, "kubectl-psp", "--enable-admission-plugins=PodSecurityPolicy")
 	ctx := context.Background()
-	kubeconfig := filepath.Join(dir, "admin.conf")
-	if err := s.WriteKubeconfig(kubeconfig, "e2e-admin", "system:masters"); err != nil {
-		t.Fatal(err)
-	}
-	kubectl, err := framework.Binary("kubectl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "../../examples/podsecuritypolicy/").CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
+	kubeconfig, kubectl := applyExamplePolicies(t, s)
 	restricted, baseline, privileged := createNamespace(t, admin), createNamespace(t, admin), createNamespace(t, admin)
 	bare := createNamespace(t, admin)
 	// baseline for every service account of one namespace; privileged for
@@ -95,7 +84,7 @@ func TestKubectlPSPReport(t *testing.T) {
 	}
 	opts := metav1.CreateOptions{}
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
-	_, err = admin.AppsV1().Deployments(restricted).Create(ctx, &appsv1.Deployment{ObjectMeta: meta("web"), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: selector, Template: plain}}, opts)
+	_, err := admin.AppsV1().Deployments(restricted).Create(ctx, &appsv1.Deployment{ObjectMeta: meta("web"), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0), Selector: selector, Template: plain}}, opts)
 	create("deployment", err)
 	_, err = admin.BatchV1().CronJobs(restricted).Create(ctx, &batchv1.CronJob{ObjectMeta: meta("nightly"), Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", Suspend: ptr.To(true),
 		JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: withRestartNever(plain)}}}}, opts)
@@ -259,4 +248,22 @@ func (w *policyWarnings) mention(pod string) bool {
 		}
 	}
 	return false
+}
+
+// applyExamplePolicies applies examples/podsecuritypolicy to s as an admin
+// with kubectl, and returns the admin's kubeconfig and kubectl's path.
+func applyExamplePolicies(t *testing.T, s *framework.APIServer) (kubeconfig, kubectl string) {
+	t.Helper()
+	kubeconfig = filepath.Join(t.TempDir(), "admin.conf")
+	if err := s.WriteKubeconfig(kubeconfig, "e2e-admin", "system:masters"); err != nil {
+		t.Fatal(err)
+	}
+	kubectl, err := framework.Binary("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "../../examples/podsecuritypolicy/").CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	return kubeconfig, kubectl
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
-
-	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
 // PodSecurityPolicy's modes through the real binary and a reload: in warn
@@ -42,17 +39,7 @@ func TestPodSecurityPolicyModes(t *testing.T) {
 	ctx := context.Background()
 
 	// The example policies and grants: restricted for every user.
-	kubeconfig := filepath.Join(dir, "admin.conf")
-	if err := s.WriteKubeconfig(kubeconfig, "e2e-admin", "system:masters"); err != nil {
-		t.Fatal(err)
-	}
-	kubectl, err := framework.Binary("kubectl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "../../examples/podsecuritypolicy/").CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, out)
-	}
+	applyExamplePolicies(t, s)
 	ns := createNamespace(t, admin)
 	if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
