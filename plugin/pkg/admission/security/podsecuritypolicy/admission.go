@@ -201,11 +201,11 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		return err
 	}
 	if err := p.ready(); err != nil {
-		return p.refuse(ctx, a, err)
+		return p.refuse(ctx, err)
 	}
 	allowed, name, errs, err := p.choose(ctx, a, pod, true, "")
 	if err != nil {
-		return p.refuse(ctx, a, admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err)))
+		return p.refuse(ctx, admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err)))
 	}
 	if allowed == nil {
 		klog.V(4).InfoS("No PodSecurityPolicy admits the pod", "pod", klog.KRef(a.GetNamespace(), a.GetName()), "errors", errs)
@@ -246,11 +246,11 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return nil
 	}
 	if err := p.ready(); err != nil {
-		return p.refuse(ctx, a, err)
+		return p.refuse(ctx, err)
 	}
 	allowed, name, errs, err := p.choose(ctx, a, pod, false, pod.Annotations[ValidatedPSPAnnotation])
 	if err != nil {
-		return p.refuse(ctx, a, admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err)))
+		return p.refuse(ctx, admission.NewForbidden(a, fmt.Errorf("%s: %w", PluginName, err)))
 	}
 	if allowed == nil {
 		if p.mode != v1alpha1.Enforce {
@@ -265,7 +265,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 
 // refuse returns err in enforce mode; in warn and audit modes it reports
 // it and admits.
-func (p *Plugin) refuse(ctx context.Context, a admission.Attributes, err error) error {
+func (p *Plugin) refuse(ctx context.Context, err error) error {
 	if p.mode == v1alpha1.Enforce {
 		return err
 	}
