@@ -137,10 +137,12 @@ func watchdog(run context.Context, cancel context.CancelCauseFunc, client kubern
 		if reason == "" {
 			continue
 		}
-		fmt.Printf("conformance: %s; hydrophone has %s to notice before it is stopped\n", reason, grace)
+		// hydrophone deletes the pod itself once it has the results, and
+		// ends: only one that has not ended within grace is stopped.
 		select {
 		case <-run.Done():
 		case <-time.After(grace):
+			fmt.Printf("conformance: %s, and hydrophone did not end within %s of it: stopping it\n", reason, grace)
 			cancel(errors.New(reason))
 		}
 		return
