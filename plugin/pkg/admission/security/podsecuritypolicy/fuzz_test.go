@@ -1,6 +1,7 @@
 package podsecuritypolicy
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy/validation"
 	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
+	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy/apis/v1alpha1"
 )
 
 // choices reads fuzz input as a series of small choices; past its end
@@ -131,13 +133,37 @@ func decide(t *testing.T, psps []*policy.PodSecurityPolicy, pod *api.Pod) (*api.
 	return pod, pod.Annotations[ValidatedPSPAnnotation], nil
 }
 
+// audited runs a pod creation through Admit and Validate in audit mode and
+// returns the audit annotations, or the error it must never give, or
+// says that it changed the pod, which it must never do.
+func audited(t *testing.T, psps []*policy.PodSecurityPolicy, pod *api.Pod) (map[string]string, error) {
+	p := newTestPlugin(nil, psps...)
+	p.mode = v1alpha1.Audit
+	sent := pod.DeepCopy()
+	pod = pod.DeepCopy()
+	r := newRequest(t, admission.Create, pod, nil, pod.Namespace, "", testUser)
+	if err := r.admit(p); err != nil {
+		return nil, fmt.Errorf("audit mode refused in Admit: %w", err)
+	}
+	if err := r.validate(p); err != nil {
+		return nil, fmt.Errorf("audit mode refused in Validate: %w", err)
+	}
+	if !apiequality.Semantic.DeepEqual(pod, sent) {
+		return nil, errors.New("audit mode changed the pod")
+	}
+	return r.audit(), nil
+}
+
 // FuzzAdmission runs PodSecurityPolicy admission over pods and one to three
 // policies built from the input, and checks what must hold whatever they
 // are: no panic; Validate accepts what Admit admitted; the admitted pod,
 // judged again by the policy it names alone, passes unchanged; and the
 // decision, the policy chosen and the defaults applied do not depend on
 // the order the informer delivered the policies in (v1.24 orders them
-// itself: policies that need no change first, then by name).
+// itself: policies that need no change first, then by name). In audit mode
+// (warn's decisions, told elsewhere) it refuses and changes nothing, and
+// reports exactly what enforce did: a refusal, or the policy whose defaults
+// enforce applied.
 func FuzzAdmission(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{1, 1, 1, 1, 1, 1, 2, 2, 3, 3, 2, 1, 0, 1, 1, 1, 1})
@@ -174,6 +200,30 @@ func FuzzAdmission(f *testing.F) {
 			if !apiequality.Semantic.DeepEqual(again.Spec, admitted.Spec) {
 				t.Fatalf("%s changes the pod it admitted when judging it again", name)
 			}
+		}
+		report, auditErr := audited(t, psps, pod)
+		if auditErr != nil {
+			t.Fatal(auditErr)
+		}
+		mutated := false
+		if err == nil {
+			// What enforce changed, but for the record of the policy.
+			changed := admitted.DeepCopy()
+			delete(changed.Annotations, ValidatedPSPAnnotation)
+			if len(changed.Annotations) == 0 && len(pod.Annotations) == 0 {
+				changed.Annotations = pod.Annotations
+			}
+			mutated = !apiequality.Semantic.DeepEqual(changed, pod)
+		}
+		switch {
+		case err != nil && report[violationsKey] == "":
+			t.Fatalf("enforce refused (%v); audit mode reported no violation: %v", err, report)
+		case err == nil && report[violationsKey] != "":
+			t.Fatalf("enforce admitted under %s; audit mode reported %q", name, report[violationsKey])
+		case mutated && !strings.HasPrefix(report[mutationsKey], fmt.Sprintf("policy %q would set ", name)):
+			t.Fatalf("enforce applied %s's defaults; audit mode reported %q", name, report[mutationsKey])
+		case err == nil && !mutated && report[mutationsKey] != "":
+			t.Fatalf("enforce admitted the pod unchanged under %s; audit mode reported %q", name, report[mutationsKey])
 		}
 		reversed := make([]*policy.PodSecurityPolicy, len(psps))
 		for i, psp := range psps {
