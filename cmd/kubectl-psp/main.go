@@ -119,11 +119,11 @@ func buildReport(ctx context.Context, flags *genericclioptions.ConfigFlags, name
 	if err != nil {
 		return nil, err
 	}
-	for name, why := range skipped {
-		if r.Skipped == nil {
-			r.Skipped = map[string]string{}
+	if len(skipped) > 0 {
+		r.Skipped = map[string]string{}
+		for name, why := range skipped {
+			r.Skipped[name] = why.Error()
 		}
-		r.Skipped[name] = why.Error()
 	}
 	return r, nil
 }

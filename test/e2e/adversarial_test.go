@@ -289,7 +289,7 @@ spec:
     spec:
       containers: [{name: c, image: %[2]s, command: [sleep, "3600"], securityContext: {privileged: true}}]
 `, name, busybox)
-			lu.mustRun(t, alice.kubectlStdin(manifest), "apply", "-f", "-")
+			mustRun(t, alice.kubectlStdin(manifest), "apply", "-f", "-")
 		}
 		deployment("refused")
 		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -327,7 +327,7 @@ spec:
 		if err != nil {
 			t.Errorf("with the controllers granted privileged cluster-wide, alice's privileged pod was still not created: %v", err)
 		}
-		lu.mustRun(t, alice.kubectl, "-n", "tenant", "delete", "deployment", "refused", "through-the-controller")
+		mustRun(t, alice.kubectl, "-n", "tenant", "delete", "deployment", "refused", "through-the-controller")
 	})
 
 	staticOut := t.TempDir() // outlives the subtest: the pod may still run when it ends
@@ -422,7 +422,7 @@ spec:
 		if err != nil {
 			t.Fatalf("alice, with escalate, granting herself use of her policy: %v", err)
 		}
-		lu.mustRun(t, alice.kubectl, "-n", "tenant", "create", "rolebinding", "use-anything", "--role=use-anything", "--serviceaccount=tenant:alice")
+		mustRun(t, alice.kubectl, "-n", "tenant", "create", "rolebinding", "use-anything", "--role=use-anything", "--serviceaccount=tenant:alice")
 		if _, err := eventually(ctx, func() (string, error) { return "", privileged("own-policy-used") }); err != nil {
 			t.Errorf("with escalate and bind, alice's privileged pod under her own policy: %v", err)
 		}
@@ -432,7 +432,7 @@ spec:
 	t.Run("who may change a policy others use: RBAC decides", func(t *testing.T) {
 		defer lu.mustKubectl(t, "apply", "-f", "../../examples/podsecuritypolicy/policies.yaml")
 		// A privileged container escalates: the policy must allow that too.
-		lu.mustRun(t, alice.kubectl, "patch", "podsecuritypolicy", "restricted", "--type=merge", "-p", `{"spec":{"privileged":true,"allowPrivilegeEscalation":true}}`)
+		mustRun(t, alice.kubectl, "patch", "podsecuritypolicy", "restricted", "--type=merge", "-p", `{"spec":{"privileged":true,"allowPrivilegeEscalation":true}}`)
 		pod := sleeper("through-restricted", func(p *corev1.Pod) {
 			nonRoot(p)
 			p.Spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
@@ -571,7 +571,7 @@ func (lu *localUp) apply(t *testing.T, manifests string) {
 }
 
 // mustRun runs kubectl through run and stops t when it fails.
-func (lu *localUp) mustRun(t *testing.T, run func(...string) (string, error), args ...string) string {
+func mustRun(t *testing.T, run func(...string) (string, error), args ...string) string {
 	t.Helper()
 	out, err := run(args...)
 	if err != nil {

@@ -442,15 +442,8 @@ func lenientEntries(file string) ([]byte, []entry, error) {
 // The apiserver applies what it finds in them within a second, so whoever
 // can write them decides admission (docs/security.md).
 func WritableByOthers(file string) []string {
-	files := []string{file}
-	_, entries, _ := lenientEntries(file)
-	for _, e := range entries {
-		if e.Path != "" && !slices.Contains(files, resolve(file, e.Path)) {
-			files = append(files, resolve(file, e.Path))
-		}
-	}
 	var found []string
-	for _, f := range files {
+	for _, f := range sortedKeys(Sources(file)) {
 		if info, err := os.Stat(f); err == nil && info.Mode().Perm()&0o022 != 0 {
 			found = append(found, fmt.Sprintf("%s is writable by its group or everyone (mode %#o)", f, info.Mode().Perm()))
 		}

@@ -145,7 +145,6 @@ type request struct {
 	namespace, pod, container string
 	action                    string // "exec into or attach to", "port-forward to"
 	via                       string // "" for the pod's own subresources, or "nodes/proxy"
-	named                     bool   // the refusal names the plugin (not upstream's own paths)
 }
 
 const (
@@ -161,7 +160,7 @@ func (p *Plugin) request(a admission.Attributes) (request, bool) {
 	case gr == api.Resource("pods") && (sub == "exec" || sub == "attach"):
 		return request{namespace: a.GetNamespace(), pod: a.GetName(), container: targetContainer(a.GetObject()), action: execOrAttach}, true
 	case gr == api.Resource("pods") && sub == "portforward" && p.config.CoverPortForward:
-		return request{namespace: a.GetNamespace(), pod: a.GetName(), action: portForward, named: true}, true
+		return request{namespace: a.GetNamespace(), pod: a.GetName(), action: portForward}, true
 	case gr == api.Resource("nodes") && sub == "proxy" && p.config.CoverNodeProxy:
 		opts, ok := a.GetObject().(*api.NodeProxyOptions)
 		if !ok {
@@ -188,7 +187,7 @@ func kubeletStream(proxyPath string) (request, bool) {
 	if len(parts) < 3 {
 		return request{}, false
 	}
-	r := request{namespace: parts[1], pod: parts[2], action: execOrAttach, via: "nodes/proxy", named: true}
+	r := request{namespace: parts[1], pod: parts[2], action: execOrAttach, via: "nodes/proxy"}
 	switch parts[0] {
 	case "exec", "attach", "run":
 		if len(parts) == 4 || len(parts) == 5 {
@@ -210,7 +209,7 @@ func (r request) refusal(plugin, reason string) error {
 	switch {
 	case r.via != "":
 		return fmt.Errorf("%s: %s (pod %s/%s, through %s)", plugin, reason, r.namespace, r.pod, r.via)
-	case r.named:
+	case r.action != execOrAttach:
 		return fmt.Errorf("%s: %s", plugin, reason)
 	}
 	return errors.New(reason)

@@ -98,11 +98,9 @@ func init() {
 // Plugin is the PodSecurityPolicy admission plugin.
 type Plugin struct {
 	*admission.Handler
+	*caches   // shared with the registration's other instances
 	mode      v1alpha1.Mode
 	authz     authorizer.Authorizer
-	caches    *caches
-	policies  *policyCache
-	rules     *rulesCache
 	dynamic   dynamic.Interface
 	informers informers.SharedInformerFactory
 	synced    atomic.Bool // the policy cache has seen every policy (ready)
@@ -111,11 +109,11 @@ type Plugin struct {
 // caches are the policy and RBAC rules caches the instances of one
 // registration share, watched from the first instance's initialization on.
 type caches struct {
-	policies *policyCache
-	rules    *rulesCache
-	once     sync.Once
-	synced   func() bool
-	err      error
+	policies  *policyCache
+	rules     *rulesCache
+	once      sync.Once
+	hasSynced func() bool
+	watchErr  error
 }
 
 func newCaches() *caches {
@@ -127,14 +125,14 @@ func newCaches() *caches {
 // returns whether the policy cache has synced.
 func (c *caches) watch(f informers.SharedInformerFactory, client dynamic.Interface) (func() bool, error) {
 	c.once.Do(func() {
-		if c.synced, c.err = c.policies.watch(f, client); c.err != nil {
+		if c.hasSynced, c.watchErr = c.policies.watch(f, client); c.watchErr != nil {
 			return
 		}
 		if err := c.rules.watch(f); err != nil {
-			c.err = fmt.Errorf("watching RBAC objects: %w", err)
+			c.watchErr = fmt.Errorf("watching RBAC objects: %w", err)
 		}
 	})
-	return c.synced, c.err
+	return c.hasSynced, c.watchErr
 }
 
 var (
@@ -157,11 +155,9 @@ func newPlugin(c *caches, mode v1alpha1.Mode) *Plugin {
 		mode = v1alpha1.Enforce
 	}
 	return &Plugin{
-		Handler:  admission.NewHandler(admission.Create, admission.Update),
-		mode:     mode,
-		caches:   c,
-		policies: c.policies,
-		rules:    c.rules,
+		Handler: admission.NewHandler(admission.Create, admission.Update),
+		caches:  c,
+		mode:    mode,
 	}
 }
 
