@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +15,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
 	psapolicy "k8s.io/pod-security-admission/policy"
 
@@ -56,7 +60,7 @@ func newCommand(out, errOut io.Writer) *cobra.Command {
 			if !all && flags.Namespace != nil && *flags.Namespace != "" {
 				namespace = *flags.Namespace
 			}
-			r, err := buildReport(cmd.Context(), flags, namespace)
+			r, err := buildReport(cmd.Context(), flags, namespace, nil)
 			if err != nil {
 				return err
 			}
@@ -73,12 +77,144 @@ func newCommand(out, errOut io.Writer) *cobra.Command {
 	}
 	report.Flags().StringVarP(&output, "output", "o", "table", "table (for people) or json (for scripts)")
 	report.Flags().BoolVarP(&all, "all-namespaces", "A", false, "every namespace (the default unless --namespace is given)")
-	root.AddCommand(report)
+	convert := &cobra.Command{
+		Use:   "convert",
+		Short: "Print the replacement as YAML for kubectl apply: Pod Security Admission labels, a ValidatingAdmissionPolicy that decides as the policies and their grants do, and MutatingAdmissionPolicies for their defaults",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := readCluster(cmd.Context(), flags, errOut)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer // written only once it is whole
+			if err := pspmigration.WriteYAML(&buf, c.replacement); err != nil {
+				return err
+			}
+			_, err = out.Write(buf.Bytes())
+			return err
+		},
+	}
+	verify := &cobra.Command{
+		Use:   "verify",
+		Short: "Decide every workload and a generated corpus of pods both ways, PodSecurityPolicy and the replacement, and print every disagreement",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("--output %q: want table or json", output)
+			}
+			c, err := readCluster(cmd.Context(), flags, errOut)
+			if err != nil {
+				return err
+			}
+			judge, err := pspmigration.NewJudge(c.replacement, c.schemas)
+			if err != nil {
+				return err
+			}
+			defer judge.Close()
+			var namespaces []string
+			for _, ns := range c.report.Namespaces {
+				namespaces = append(namespaces, ns.Name)
+			}
+			v, err := pspmigration.Verify(cmd.Context(), c.decider, judge, c.rbac, c.workloads, namespaces)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(v); err != nil {
+					return err
+				}
+			} else {
+				printVerification(out, v)
+			}
+			if n := v.Avoidable(); n > 0 {
+				return fmt.Errorf("%d of %d decisions differ where the replacement should agree", n, v.Cases)
+			}
+			return nil
+		},
+	}
+	verify.Flags().StringVarP(&output, "output", "o", "table", "table (for people) or json (for scripts)")
+	root.AddCommand(report, convert, verify)
 	return root
 }
 
-// buildReport reads the cluster and judges every workload.
-func buildReport(ctx context.Context, flags *genericclioptions.ConfigFlags, namespace string) (*pspmigration.Report, error) {
+// cluster is what convert and verify read: the report, and the
+// replacement built from it.
+type cluster struct {
+	decider     *pspadmission.Decider
+	rbac        *pspmigration.RBAC
+	workloads   []*pspmigration.Workload
+	report      *pspmigration.Report
+	replacement *pspmigration.Replacement
+	schemas     openapi.Client
+}
+
+// readCluster reads every namespace and builds the replacement, with
+// MutatingAdmissionPolicies when the cluster serves them.
+func readCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, errOut io.Writer) (*cluster, error) {
+	c := &cluster{}
+	var err error
+	if c.report, err = buildReport(ctx, flags, "", c); err != nil {
+		return nil, err
+	}
+	for name, why := range c.report.Skipped {
+		fmt.Fprintf(errOut, "warning: policy %s cannot be applied, and PodSecurityPolicy skips it too; it is left out: %s\n", name, why)
+	}
+	config, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	c.schemas = disco.OpenAPIV3()
+	mutating, err := serves(disco, "admissionregistration.k8s.io/v1", "mutatingadmissionpolicies")
+	if err != nil {
+		return nil, err
+	}
+	if !mutating {
+		fmt.Fprintln(errOut, "warning: the cluster does not serve admissionregistration.k8s.io/v1 mutatingadmissionpolicies: the output lists, per workload, the fields its manifest must now set")
+	}
+	c.replacement, err = pspmigration.Convert(ctx, c.decider.Policies(), c.rbac, c.report, mutating)
+	return c, err
+}
+
+// serves reports whether the cluster serves resource in groupVersion.
+func serves(disco discovery.DiscoveryInterface, groupVersion, resource string) (bool, error) {
+	list, err := disco.ServerResourcesForGroupVersion(groupVersion)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// printVerification writes each disagreement, then the count.
+func printVerification(out io.Writer, v *pspmigration.Verification) {
+	for _, d := range v.Disagreements {
+		fmt.Fprintf(out, "%s, in %s, created by %s:\n  PodSecurityPolicy: %s\n  replacement:       %s\n", d.Case, d.Namespace, d.Requester, d.PodSecurityPolicy, d.Replacement)
+		if len(d.Fields) > 0 {
+			fmt.Fprintf(out, "  fields:            %s\n", strings.Join(d.Fields, ", "))
+		}
+		if d.Unavoidable != "" {
+			fmt.Fprintf(out, "  unavoidable:       %s\n", d.Unavoidable)
+		}
+	}
+	fmt.Fprintf(out, "%d decisions compared: %d disagreements, %d of them unavoidable\n", v.Cases, len(v.Disagreements), len(v.Disagreements)-v.Avoidable())
+}
+
+// buildReport reads the cluster and judges every workload; into, when
+// given, keeps what was read.
+func buildReport(ctx context.Context, flags *genericclioptions.ConfigFlags, namespace string, into *cluster) (*pspmigration.Report, error) {
 	config, err := flags.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -102,7 +238,7 @@ func buildReport(ctx context.Context, flags *genericclioptions.ConfigFlags, name
 	if len(policies) == 0 {
 		return nil, errors.New("the cluster has no PodSecurityPolicy: there is nothing to migrate from (with the plugin on, no pod is admitted)")
 	}
-	authz, err := pspmigration.Authorizer(ctx, kube)
+	rbac, err := pspmigration.ReadRBAC(ctx, kube)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +246,7 @@ func buildReport(ctx context.Context, flags *genericclioptions.ConfigFlags, name
 	if err != nil {
 		return nil, err
 	}
-	decider, skipped := pspadmission.NewDecider(policies, authz)
+	decider, skipped := pspadmission.NewDecider(policies, rbac.Authorizer)
 	evaluator, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
 	if err != nil {
 		return nil, err
@@ -118,6 +254,9 @@ func buildReport(ctx context.Context, flags *genericclioptions.ConfigFlags, name
 	r, err := pspmigration.Build(ctx, workloads, decider, evaluator)
 	if err != nil {
 		return nil, err
+	}
+	if into != nil {
+		into.decider, into.rbac, into.workloads = decider, rbac, workloads
 	}
 	if len(skipped) > 0 {
 		r.Skipped = map[string]string{}

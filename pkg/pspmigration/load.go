@@ -37,12 +37,22 @@ func Policies(ctx context.Context, c pspclient.Interface) ([]*policyv1beta1.PodS
 	return out, nil
 }
 
-// Authorizer is upstream's RBAC authorizer over the cluster's Roles,
-// ClusterRoles and bindings, as the apiserver's answers `use` (an
-// apiserver with webhook authorization may answer more). Reading them
-// needs list on all four cluster-wide; without it the report could not
-// tell who may use which policy, so it says which it could not read.
-func Authorizer(ctx context.Context, c kubernetes.Interface) (authorizer.Authorizer, error) {
+// RBAC is the cluster's RBAC as kubectl psp reads it.
+type RBAC struct {
+	// Authorizer is upstream's RBAC authorizer over the cluster's Roles,
+	// ClusterRoles and bindings, as the apiserver's answers `use` (an
+	// apiserver with webhook authorization may answer more).
+	Authorizer authorizer.Authorizer
+	// Subjects are the principals the bindings name, by the namespace of
+	// their RoleBinding ("" for ClusterRoleBindings): the only ones RBAC
+	// can grant anything to.
+	Subjects map[string][]Principal
+}
+
+// ReadRBAC reads the cluster's RBAC. Reading it needs list on all four
+// kinds cluster-wide; without it the report could not tell who may use
+// which policy, so it says which it could not read.
+func ReadRBAC(ctx context.Context, c kubernetes.Interface) (*RBAC, error) {
 	indexer := func() cache.Indexer {
 		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	}
@@ -64,12 +74,22 @@ func Authorizer(ctx context.Context, c kubernetes.Interface) (authorizer.Authori
 	if err := fill(clusterRoleBindings, "clusterrolebindings", crb, err, func(l *rbacv1.ClusterRoleBindingList) []rbacv1.ClusterRoleBinding { return l.Items }); err != nil {
 		return nil, err
 	}
-	return rbac.New(
-		&rbac.RoleGetter{Lister: rbaclisters.NewRoleLister(roles)},
-		&rbac.RoleBindingLister{Lister: rbaclisters.NewRoleBindingLister(roleBindings)},
-		&rbac.ClusterRoleGetter{Lister: rbaclisters.NewClusterRoleLister(clusterRoles)},
-		&rbac.ClusterRoleBindingLister{Lister: rbaclisters.NewClusterRoleBindingLister(clusterRoleBindings)},
-	), nil
+	out := &RBAC{
+		Authorizer: rbac.New(
+			&rbac.RoleGetter{Lister: rbaclisters.NewRoleLister(roles)},
+			&rbac.RoleBindingLister{Lister: rbaclisters.NewRoleBindingLister(roleBindings)},
+			&rbac.ClusterRoleGetter{Lister: rbaclisters.NewClusterRoleLister(clusterRoles)},
+			&rbac.ClusterRoleBindingLister{Lister: rbaclisters.NewClusterRoleBindingLister(clusterRoleBindings)},
+		),
+		Subjects: map[string][]Principal{},
+	}
+	for _, b := range rb.Items {
+		out.addSubjects(b.Namespace, b.Subjects)
+	}
+	for _, b := range crb.Items {
+		out.addSubjects("", b.Subjects)
+	}
+	return out, nil
 }
 
 // fill adds a list's items to an indexer, or says which RBAC objects could

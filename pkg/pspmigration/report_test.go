@@ -38,6 +38,11 @@ import (
 // examples decodes examples/podsecuritypolicy: the policies, and the RBAC
 // objects for a fake cluster.
 func examples(t testing.TB) ([]runtime.Object, []runtime.Object) {
+	return decode(t, "../../examples/podsecuritypolicy/policies.yaml", "../../examples/podsecuritypolicy/rbac.yaml")
+}
+
+// decode reads YAML files of policies and RBAC objects.
+func decode(t testing.TB, files ...string) ([]runtime.Object, []runtime.Object) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -48,8 +53,8 @@ func examples(t testing.TB) ([]runtime.Object, []runtime.Object) {
 	}
 	decoder := serializer.NewCodecFactory(scheme).UniversalDeserializer()
 	var policies, rbac []runtime.Object
-	for _, file := range []string{"policies.yaml", "rbac.yaml"} {
-		data, err := os.ReadFile("../../examples/podsecuritypolicy/" + file)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,20 +85,28 @@ func examples(t testing.TB) ([]runtime.Object, []runtime.Object) {
 // clients holding the examples.
 func newDecider(t testing.TB) *pspadmission.Decider {
 	t.Helper()
-	policyObjects, rbac := examples(t)
+	d, _ := load(t, examples)
+	return d
+}
+
+// load reads policies and RBAC as kubectl psp does, from fake clients
+// holding what objects gives.
+func load(t testing.TB, objects func(testing.TB) ([]runtime.Object, []runtime.Object)) (*pspadmission.Decider, *RBAC) {
+	t.Helper()
+	policyObjects, rbacObjects := objects(t)
 	policies, err := Policies(context.Background(), pspfake.NewSimpleClientset(policyObjects...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	authz, err := Authorizer(context.Background(), fake.NewClientset(rbac...))
+	rbac, err := ReadRBAC(context.Background(), fake.NewClientset(rbacObjects...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, skipped := pspadmission.NewDecider(policies, authz)
+	d, skipped := pspadmission.NewDecider(policies, rbac.Authorizer)
 	if len(skipped) != 0 {
-		t.Fatalf("example policies skipped: %v", skipped)
+		t.Fatalf("policies skipped: %v", skipped)
 	}
-	return d
+	return d, rbac
 }
 
 func newEvaluator(t testing.TB) psapolicy.Evaluator {
@@ -235,7 +248,7 @@ func TestLoadErrors(t *testing.T) {
 	kube.PrependReactor("list", "clusterrolebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}, "", errors.New("no"))
 	})
-	if _, err := Authorizer(context.Background(), kube); err == nil || !strings.Contains(err.Error(), "cannot read RBAC (clusterrolebindings)") {
+	if _, err := ReadRBAC(context.Background(), kube); err == nil || !strings.Contains(err.Error(), "cannot read RBAC (clusterrolebindings)") {
 		t.Errorf("without RBAC: %v", err)
 	}
 }

@@ -213,7 +213,7 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	}
 	if p.mode != v1alpha1.Enforce {
 		if allowed != pod {
-			p.report(ctx, mutationsKey, fmt.Sprintf("policy %q would set %s", name, strings.Join(changedFields(pod, allowed), ", ")))
+			p.report(ctx, mutationsKey, fmt.Sprintf("policy %q would set %s", name, strings.Join(ChangedFields(pod, allowed), ", ")))
 		}
 		return nil
 	}
@@ -410,7 +410,7 @@ func (r rejections) String() string {
 		if len(p.errs) > 0 {
 			parts[i] = fmt.Sprintf("policy %q: %v", p.policy, p.errs)
 		} else {
-			parts[i] = fmt.Sprintf("policy %q: would have to set %s, and may not change the pod here", p.policy, strings.Join(changedFields(p.pod, p.mutated), ", "))
+			parts[i] = fmt.Sprintf("policy %q: would have to set %s, and may not change the pod here", p.policy, strings.Join(ChangedFields(p.pod, p.mutated), ", "))
 		}
 	}
 	return strings.Join(parts, "; ")

@@ -12,12 +12,12 @@ import (
 	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 )
 
-// changedFields lists the field paths, in the API's names
+// ChangedFields lists the field paths, in the API's names
 // (spec.containers[0].securityContext.runAsNonRoot), where mutated differs
 // from pod: what a policy's defaults would set. Warn and audit modes name
 // them, since those modes apply none and the workload must set them itself
 // once PodSecurityPolicy is gone.
-func changedFields(pod, mutated *api.Pod) []string {
+func ChangedFields(pod, mutated *api.Pod) []string {
 	before, errBefore := asJSON(pod)
 	after, errAfter := asJSON(mutated)
 	if err := errors.Join(errBefore, errAfter); err != nil {

@@ -3,6 +3,8 @@ package podsecuritypolicy
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
@@ -17,7 +20,10 @@ import (
 // Decider is the plugin's decision procedure outside the apiserver: the
 // same code, over policies and an authorizer its caller loaded (kubectl
 // psp reads them from a cluster), for new pods.
-type Decider struct{ plugin *Plugin }
+type Decider struct {
+	plugin   *Plugin
+	policies []*policy.PodSecurityPolicy
+}
 
 // Decision is what enforce mode does with a new pod.
 type Decision struct {
@@ -39,6 +45,7 @@ type Decision struct {
 func NewDecider(policies []*policyv1beta1.PodSecurityPolicy, authz authorizer.Authorizer) (d *Decider, skipped map[string]error) {
 	p := NewPlugin()
 	p.SetAuthorizer(authz)
+	d = &Decider{plugin: p}
 	skipped = map[string]error{}
 	for _, external := range policies {
 		internal, err := convert(external.DeepCopy())
@@ -50,9 +57,15 @@ func NewDecider(policies []*policyv1beta1.PodSecurityPolicy, authz authorizer.Au
 			continue
 		}
 		p.policies.set(internal)
+		d.policies = append(d.policies, internal)
 	}
-	return &Decider{plugin: p}, skipped
+	slices.SortFunc(d.policies, func(a, b *policy.PodSecurityPolicy) int { return strings.Compare(a.Name, b.Name) })
+	return d, skipped
 }
+
+// Policies are the policies the decider applies, as the plugin applies
+// them (defaulted, internal), in the order it tries them: by name.
+func (d *Decider) Policies() []*policy.PodSecurityPolicy { return d.policies }
 
 // Decide admits pod as a creation in namespace by requester (nil for an
 // unknown creator: then only the pod's service account's grants count).
@@ -71,5 +84,5 @@ func (d *Decider) Decide(ctx context.Context, namespace string, requester user.I
 	case allowed == pod:
 		return Decision{Policy: name, Pod: pod}, nil
 	}
-	return Decision{Policy: name, Pod: allowed, Changed: changedFields(pod, allowed)}, nil
+	return Decision{Policy: name, Pod: allowed, Changed: ChangedFields(pod, allowed)}, nil
 }

@@ -1,0 +1,188 @@
+package pspmigration
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/openapi"
+	admissiondefaults "k8s.io/kubernetes/pkg/apis/admissionregistration/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	psapolicy "k8s.io/pod-security-admission/policy"
+
+	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
+)
+
+// Judge decides a pod creation as the replacement does: upstream's
+// MutatingAdmissionPolicy and ValidatingAdmissionPolicy admission plugins,
+// in-process, holding the generated policies (the same code the apiserver
+// runs them with), and Pod Security Admission's checks at each namespace's
+// enforce level. Nothing of it reaches the cluster.
+type Judge struct {
+	client     kubernetes.Interface
+	mutating   *mutating.Plugin
+	validating *validating.Plugin
+	evaluator  psapolicy.Evaluator
+	levels     map[string]psaapi.Level
+	stop       chan struct{}
+}
+
+// NewJudge loads the replacement into in-process plugins. schemas serves
+// the OpenAPI v3 schemas that MutatingAdmissionPolicies merge with (the
+// cluster's, or a test's).
+func NewJudge(r *Replacement, schemas openapi.Client) (*Judge, error) {
+	// The policies as the API stores them: defaulted.
+	vap, vapBinding := r.Validating.DeepCopy(), r.Binding.DeepCopy()
+	admissiondefaults.SetObjectDefaults_ValidatingAdmissionPolicy(vap)
+	admissiondefaults.SetObjectDefaults_ValidatingAdmissionPolicyBinding(vapBinding)
+	objects := []runtime.Object{vap, vapBinding}
+	j := &Judge{levels: map[string]psaapi.Level{}, stop: make(chan struct{})}
+	for _, ns := range r.Namespaces {
+		objects = append(objects, ns)
+		j.levels[ns.Name] = psaapi.Level(ns.Labels[psaapi.EnforceLevelLabel])
+	}
+	for i := range r.Mutating {
+		policy, binding := r.Mutating[i].DeepCopy(), r.MutatingBindings[i].DeepCopy()
+		admissiondefaults.SetObjectDefaults_MutatingAdmissionPolicy(policy)
+		admissiondefaults.SetObjectDefaults_MutatingAdmissionPolicyBinding(binding)
+		objects = append(objects, policy, binding)
+	}
+	client := &withSchemas{Clientset: fake.NewClientset(objects...), schemas: schemas}
+	j.client = client
+	factory := informers.NewSharedInformerFactory(client, 0)
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	dynamicClient := dynamicfake.NewSimpleDynamicClient(clientgoscheme.Scheme)
+	var err error
+	if j.mutating, err = mutating.NewPlugin(nil); err != nil {
+		return nil, err
+	}
+	if j.validating, err = validating.NewPlugin(nil); err != nil {
+		return nil, err
+	}
+	j.mutating.SetEnabled(true)
+	lineapi.SetPolicyAuthorizer(j.mutating, denyAll{})
+	lineapi.SetPolicyAuthorizer(j.validating, denyAll{})
+	for _, p := range []interface {
+		SetExternalKubeClientSet(kubernetes.Interface)
+		SetExternalKubeInformerFactory(informers.SharedInformerFactory)
+		SetRESTMapper(meta.RESTMapper)
+		SetDynamicClient(dynamic.Interface)
+		SetDrainedNotification(<-chan struct{})
+		ValidateInitialization() error
+	}{j.mutating, j.validating} {
+		p.SetExternalKubeClientSet(client)
+		p.SetExternalKubeInformerFactory(factory)
+		p.SetRESTMapper(mapper)
+		p.SetDynamicClient(dynamicClient)
+		p.SetDrainedNotification(j.stop)
+		if err := p.ValidateInitialization(); err != nil {
+			close(j.stop)
+			return nil, err
+		}
+	}
+	factory.Start(j.stop)
+	factory.WaitForCacheSync(j.stop)
+	if j.evaluator, err = psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil); err != nil {
+		close(j.stop)
+		return nil, err
+	}
+	// The plugins compile the policies once their informers have them.
+	ready := func(context.Context) (bool, error) {
+		return j.mutating.WaitForReady() && j.validating.WaitForReady(), nil
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, time.Minute, true, ready); err != nil {
+		close(j.stop)
+		return nil, fmt.Errorf("the admission policy plugins did not load the replacement: %w", err)
+	}
+	return j, nil
+}
+
+// Close stops the plugins' informers.
+func (j *Judge) Close() { close(j.stop) }
+
+// Verdict is the replacement's decision on a pod creation.
+type Verdict struct {
+	// Pod is the pod as the MutatingAdmissionPolicies leave it.
+	Pod *corev1.Pod
+	// Refusal is "" when admitted, else who refused and why.
+	Refusal string
+}
+
+// Decide creates pod in namespace as requester, through the mutating
+// policies, the validating policy and Pod Security Admission.
+func (j *Judge) Decide(ctx context.Context, namespace string, requester user.Info, pod *corev1.Pod) (Verdict, error) {
+	if _, known := j.levels[namespace]; !known {
+		// A namespace the report did not reach (no workloads, only
+		// grants): it has no label, and the policies may look it up.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+		if _, err := j.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return Verdict{}, err
+		}
+		j.levels[namespace] = psaapi.LevelPrivileged
+	}
+	pod = pod.DeepCopy()
+	pod.Namespace = namespace
+	attrs := admission.NewAttributesRecord(pod, nil, corev1.SchemeGroupVersion.WithKind("Pod"), namespace, pod.Name,
+		corev1.SchemeGroupVersion.WithResource("pods"), "", admission.Create, &metav1.CreateOptions{}, false, requester)
+	o := admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme)
+	if err := j.mutating.Admit(ctx, attrs, o); err != nil {
+		return Verdict{Pod: pod, Refusal: "MutatingAdmissionPolicy: " + err.Error()}, nil
+	}
+	mutated, ok := attrs.GetObject().(*corev1.Pod)
+	if !ok {
+		return Verdict{}, fmt.Errorf("the mutating policies returned a %T", attrs.GetObject())
+	}
+	if err := j.validating.Validate(ctx, attrs, o); err != nil {
+		return Verdict{Pod: mutated, Refusal: err.Error()}, nil
+	}
+	level := j.levels[namespace]
+	agg := psapolicy.AggregateCheckResults(j.evaluator.EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, &mutated.ObjectMeta, &mutated.Spec))
+	if !agg.Allowed {
+		return Verdict{Pod: mutated, Refusal: fmt.Sprintf("PodSecurity %q: %s", level, agg.ForbiddenDetail())}, nil
+	}
+	return Verdict{Pod: mutated}, nil
+}
+
+// withSchemas is a fake clientset whose discovery serves OpenAPI v3
+// schemas, which the mutating plugin merges apply configurations with.
+type withSchemas struct {
+	*fake.Clientset
+	schemas openapi.Client
+}
+
+func (c *withSchemas) Discovery() lineapi.Discovery {
+	return &schemaDiscovery{FakeDiscovery: c.Clientset.Discovery().(*fakediscovery.FakeDiscovery), schemas: c.schemas}
+}
+
+type schemaDiscovery struct {
+	*fakediscovery.FakeDiscovery
+	schemas openapi.Client
+}
+
+func (d *schemaDiscovery) OpenAPIV3() openapi.Client { return d.schemas }
+
+// denyAll answers the policies' `authorizer` variable, which the generated
+// policies do not use.
+type denyAll struct{}
+
+func (denyAll) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionNoOpinion, "", nil
+}

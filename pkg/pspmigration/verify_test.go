@@ -1,0 +1,69 @@
+package pspmigration
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/openapi"
+	"k8s.io/client-go/openapi/openapitest"
+	psaapi "k8s.io/pod-security-admission/api"
+)
+
+// withTestdata is the examples and testdata/policies.yaml: every field
+// the conversion handles, granted cluster-wide and in one namespace.
+func withTestdata(t testing.TB) ([]runtime.Object, []runtime.Object) {
+	return decode(t, "../../examples/podsecuritypolicy/policies.yaml", "../../examples/podsecuritypolicy/rbac.yaml", "testdata/policies.yaml")
+}
+
+// The generated replacement, run by upstream's admission policy plugins
+// and Pod Security Admission, decides every corpus pod of every policy as
+// PodSecurityPolicy does, for each principal each policy is granted to;
+// only Pod Security Admission's per-namespace level may differ, and is
+// named.
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	decider, rbac := load(t, withTestdata)
+	report := &Report{Namespaces: []Namespace{
+		{Name: "kube-system", Enforce: psaapi.LevelPrivileged},
+		{Name: "team", Enforce: psaapi.LevelPrivileged},
+		{Name: "apps", Enforce: psaapi.LevelRestricted},
+	}}
+	r, err := Convert(ctx, decider.Policies(), rbac, report, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge, err := NewJudge(r, upstreamSchemas(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer judge.Close()
+	v, err := Verify(ctx, decider, judge, rbac, nil, []string{"kube-system", "team", "apps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unavoidable := 0
+	for _, d := range v.Disagreements {
+		if d.Unavoidable != "" {
+			unavoidable++
+			continue
+		}
+		t.Errorf("%s in %s as %s:\n  PodSecurityPolicy: %s\n  replacement: %s %v", d.Case, d.Namespace, d.Requester, d.PodSecurityPolicy, d.Replacement, d.Fields)
+	}
+	t.Logf("%d cases, %d unavoidable disagreements", v.Cases, unavoidable)
+}
+
+// upstreamSchemas serves the OpenAPI v3 documents k8s.io/kubernetes
+// publishes for its release (api/openapi-spec/v3), the ones its apiserver
+// serves, from the module this tree builds against.
+func upstreamSchemas(t testing.TB) openapi.Client {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		t.Fatalf("finding the k8s.io/kubernetes module: %v", err)
+	}
+	return openapitest.NewFileClient(filepath.Join(strings.TrimSpace(string(out)), "api", "openapi-spec", "v3"))
+}
