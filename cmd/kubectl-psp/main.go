@@ -284,7 +284,7 @@ func printReport(out io.Writer, r *pspmigration.Report) error {
 	}
 	fmt.Fprintln(out)
 	for _, ns := range r.Namespaces {
-		fmt.Fprintf(out, "namespace %s: pod-security.kubernetes.io/enforce=%s admits all %d workload(s)", ns.Name, ns.Enforce, ns.Workloads)
+		fmt.Fprintf(out, "namespace %s: pod-security.kubernetes.io/enforce=%s admits the %d of %d workload(s) PodSecurityPolicy admits", ns.Name, ns.Enforce, ns.Admitted, ns.Workloads)
 		if ns.Stricter == "" {
 			fmt.Fprintln(out)
 			continue

@@ -45,8 +45,11 @@ type Entry struct {
 type Namespace struct {
 	Name      string `json:"name"`
 	Workloads int    `json:"workloads"`
+	// Admitted counts the workloads PodSecurityPolicy admits now.
+	Admitted int `json:"admitted"`
 	// Enforce is the pod-security.kubernetes.io/enforce level that admits
-	// every workload in it.
+	// every workload in it that PodSecurityPolicy admits now (one it
+	// refuses, the replacement refuses as well).
 	Enforce psaapi.Level `json:"enforce"`
 	// Stricter is the next level, and Breaks the workloads it would refuse,
 	// with why; empty at restricted.
@@ -147,6 +150,12 @@ func namespaces(entries []Entry) []Namespace {
 		}
 		ns := &out[i]
 		ns.Workloads++
+		// What PodSecurityPolicy refuses now, the replacement refuses
+		// too: the label need not admit it.
+		if e.Refusal != "" {
+			continue
+		}
+		ns.Admitted++
 		if rank(e.Level) < rank(ns.Enforce) {
 			ns.Enforce = e.Level
 		}
@@ -158,7 +167,7 @@ func namespaces(entries []Entry) []Namespace {
 		}
 		ns.Stricter = Levels[rank(ns.Enforce)+1]
 		for _, e := range entries {
-			if e.Namespace == ns.Name && rank(e.Level) < rank(ns.Stricter) {
+			if e.Namespace == ns.Name && e.Refusal == "" && rank(e.Level) < rank(ns.Stricter) {
 				ns.Breaks = append(ns.Breaks, Break{Workload: e.Kind + "/" + e.Name, Reasons: e.Violations[ns.Stricter]})
 			}
 		}
