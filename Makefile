@@ -459,7 +459,7 @@ test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up nod
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-node: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
-		$(GO) test -count=1 -timeout 20m -v -run '^Test(LocalNodes|LocalUpKeepsState|KubeadmInitForReal|Adversarial)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+		$(GO) test -count=1 -timeout 20m -v -run '^Test(LocalNodes|LocalUpKeepsState|KubeadmInitForReal|Adversarial|PSPMigration)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 test-e2e-images: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-deps e2e-images ## The e2e framework's images on a real node, as root: each runs under its name, nothing pulled, and does what the specs use it for.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-e2e-images: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi

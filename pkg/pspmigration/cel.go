@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	api "k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 )
@@ -117,7 +118,7 @@ func (g celGen) containerChecks() []string {
 	}
 	out = append(out, fmt.Sprintf("c.?ports.orValue([]).all(p, !has(p.hostPort) || p.hostPort <= 0 || %s)", or(ports...)))
 	if s.ReadOnlyRootFilesystem {
-		out = append(out, g.defaultedBool("readOnlyRootFilesystem", "c.?securityContext.?readOnlyRootFilesystem", ptrTrue))
+		out = append(out, g.defaultedBool("c.?securityContext.?readOnlyRootFilesystem", ptr.To(true), false))
 	}
 	if ape := s.AllowPrivilegeEscalation; ape != nil && !*ape {
 		// A container must say false; the policy's default may.
@@ -125,25 +126,19 @@ func (g celGen) containerChecks() []string {
 		if def == nil {
 			def = ape
 		}
-		out = append(out, fmt.Sprintf("!%s", g.defaultedBool("allowPrivilegeEscalation", "c.?securityContext.?allowPrivilegeEscalation", def, true)))
+		out = append(out, fmt.Sprintf("!%s", g.defaultedBool("c.?securityContext.?allowPrivilegeEscalation", def, true)))
 	}
 	return out
 }
 
-var ptrTrue = func() *bool { t := true; return &t }()
-
-// defaultedBool is an optional bool container field that must be set,
-// with the policy's default when judging the defaulted pod. With unsetIs
-// given, an unset value counts as that instead of failing.
-func (g celGen) defaultedBool(_ string, value string, def *bool, unsetIs ...bool) string {
-	unset := "false"
-	if len(unsetIs) > 0 {
-		unset = strconv.FormatBool(unsetIs[0])
-	}
+// defaultedBool is an optional bool container field, read as unset when
+// it is unset, or as the policy's default when judging the defaulted pod
+// (Linux pods only get it).
+func (g celGen) defaultedBool(value string, def *bool, unset bool) string {
 	if g.def && def != nil {
-		return fmt.Sprintf("%s.orValue(%s ? %t : %s)", value, linux, *def, unset)
+		return fmt.Sprintf("%s.orValue(%s ? %t : %t)", value, linux, *def, unset)
 	}
-	return fmt.Sprintf("%s.orValue(%s)", value, unset)
+	return fmt.Sprintf("%s.orValue(%t)", value, unset)
 }
 
 // groupOne is a group strategy on one optional ID.

@@ -67,3 +67,40 @@ func upstreamSchemas(t testing.TB) openapi.Client {
 	}
 	return openapitest.NewFileClient(filepath.Join(strings.TrimSpace(string(out)), "api", "openapi-spec", "v3"))
 }
+
+// Where the cluster serves no MutatingAdmissionPolicies, convert writes no
+// mutating policy and says, per workload, what its manifest must set; and
+// with no policy to convert it writes nothing.
+func TestConvertWithoutMutatingPolicies(t *testing.T) {
+	ctx := context.Background()
+	decider, rbac := load(t, examples)
+	report := &Report{
+		Namespaces: []Namespace{{Name: "apps", Enforce: psaapi.LevelRestricted}},
+		Workloads:  []Entry{{Kind: "Deployment", Namespace: "apps", Name: "web", Changes: []string{"spec.containers[0].securityContext.runAsNonRoot"}}},
+	}
+	r, err := Convert(ctx, decider.Policies(), rbac, report, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := WriteYAML(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	yaml := out.String()
+	for _, want := range []string{
+		"#   Deployment/apps/web: spec.containers[0].securityContext.runAsNonRoot\n",
+		"kind: ValidatingAdmissionPolicy\n",
+		"kind: ValidatingAdmissionPolicyBinding\n",
+		"pod-security.kubernetes.io/enforce: restricted\n",
+	} {
+		if !strings.Contains(yaml, want) {
+			t.Errorf("convert's output lacks %q:\n%s", want, yaml)
+		}
+	}
+	if strings.Contains(yaml, "MutatingAdmissionPolicy") {
+		t.Errorf("a mutating policy for a cluster that serves none:\n%s", yaml)
+	}
+	if _, err := Convert(ctx, nil, rbac, report, true); err == nil || !strings.Contains(err.Error(), "no PodSecurityPolicy can be applied") {
+		t.Errorf("converting no policy: %v", err)
+	}
+}
