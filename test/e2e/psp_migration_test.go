@@ -222,7 +222,7 @@ func TestPSPMigration(t *testing.T) {
 			}))
 			return err == nil, err
 		})
-				want := `PodSecurityPolicy: policy "restricted" would set spec.containers[0].securityContext.allowPrivilegeEscalation, spec.containers[0].securityContext.capabilities.drop, spec.securityContext.fsGroup, spec.securityContext.seccompProfile.type, spec.securityContext.supplementalGroups`
+		want := `PodSecurityPolicy: policy "restricted" would set spec.containers[0].securityContext.allowPrivilegeEscalation, spec.containers[0].securityContext.capabilities.drop, spec.securityContext.fsGroup, spec.securityContext.seccompProfile.type, spec.securityContext.supplementalGroups`
 		if len(told) != 1 || told[0] != want {
 			t.Errorf("warnings %q, want %q", told, want)
 		}
