@@ -503,48 +503,33 @@ func anyContainer(pred string) string {
 		fmt.Sprintf("object.spec.?ephemeralContainers.orValue([]).exists(c, %s)", pred))
 }
 
-// and joins conjuncts, dropping those that are always true, in
-// parentheses so that it reads the same wherever it is put.
-func and(parts ...string) string {
-	var kept []string
-	for _, p := range parts {
-		switch p {
-		case "true", "":
-			continue
-		case "false":
-			return "false"
-		}
-		kept = append(kept, "("+p+")")
-	}
-	if len(kept) == 0 {
-		return "true"
-	}
-	if len(kept) == 1 {
-		return kept[0]
-	}
-	return "(" + strings.Join(kept, " && ") + ")"
-}
+// and joins conjuncts, dropping those that are always true.
+func and(parts ...string) string { return join(" && ", "true", "false", parts) }
 
-// or joins disjuncts, dropping those that are always false, in
-// parentheses so that it reads the same wherever it is put.
-func or(parts ...string) string {
+// or joins disjuncts, dropping those that are always false.
+func or(parts ...string) string { return join(" || ", "false", "true", parts) }
+
+// join joins parts with op, dropping the neutral ones and becoming
+// absorbing if one is; in parentheses, so that it reads the same wherever
+// it is put.
+func join(op, neutral, absorbing string, parts []string) string {
 	var kept []string
 	for _, p := range parts {
 		switch p {
-		case "false", "":
+		case neutral, "":
 			continue
-		case "true":
-			return "true"
+		case absorbing:
+			return absorbing
 		}
 		kept = append(kept, "("+p+")")
 	}
-	if len(kept) == 0 {
-		return "false"
-	}
-	if len(kept) == 1 {
+	switch len(kept) {
+	case 0:
+		return neutral
+	case 1:
 		return kept[0]
 	}
-	return "(" + strings.Join(kept, " || ") + ")"
+	return "(" + strings.Join(kept, op) + ")"
 }
 
 // list is a CEL list of strings.

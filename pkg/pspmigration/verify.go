@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
+	psaapi "k8s.io/pod-security-admission/api"
 
 	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
 )
@@ -72,15 +73,20 @@ func Verify(ctx context.Context, decider *pspadmission.Decider, judge *Judge, rb
 			return nil, err
 		}
 	}
+	grants := map[string]Grants{}
 	for _, p := range decider.Policies() {
-		grants := rbac.Grants(ctx, p.Name)
+		grants[p.Name] = rbac.Grants(ctx, p.Name)
+	}
+	everywhere := namespacesToTry(grants, namespaces, judge.levels)
+	for _, p := range decider.Policies() {
+		grants := grants[p.Name]
 		type scope struct {
 			namespace string
 			principal Principal
 		}
 		var scopes []scope
 		for _, principal := range grants.Cluster {
-			for _, ns := range namespaces {
+			for _, ns := range everywhere {
 				scopes = append(scopes, scope{ns, principal})
 			}
 		}
@@ -101,6 +107,48 @@ func Verify(ctx context.Context, decider *pspadmission.Decider, judge *Judge, rb
 		}
 	}
 	return v, nil
+}
+
+// namespacesToTry are where a principal granted a policy everywhere is
+// tried: every namespace where a grant names it (a RoleBinding, or a
+// service account of it), and of the others, which differ only in their
+// Pod Security Admission level, one per level.
+func namespacesToTry(grants map[string]Grants, namespaces []string, levels map[string]psaapi.Level) []string {
+	named := map[string]bool{}
+	for _, g := range grants {
+		for ns := range g.Namespaces {
+			named[ns] = true
+		}
+		for _, p := range g.Cluster {
+			if ns, ok := principalNamespace(p); ok {
+				named[ns] = true
+			}
+		}
+	}
+	var out []string
+	seenLevel := map[psaapi.Level]bool{}
+	for _, ns := range namespaces {
+		if named[ns] {
+			out = append(out, ns)
+			continue
+		}
+		if level := levels[ns]; !seenLevel[level] {
+			seenLevel[level] = true
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// principalNamespace is the namespace a service account principal, or
+// a namespace's service accounts group, belongs to.
+func principalNamespace(p Principal) (string, bool) {
+	if name, ok := strings.CutPrefix(string(p), "user:"); ok {
+		ns, _, err := serviceaccount.SplitUsername(name)
+		return ns, err == nil
+	}
+	ns, ok := strings.CutPrefix(string(p), "group:"+serviceaccount.ServiceAccountGroupPrefix)
+	return ns, ok && ns != ""
 }
 
 // requesterOf is a user who is the principal, or a member of it.

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,18 +22,7 @@ import (
 // replacement decides and sets defaults as PodSecurityPolicy did, while
 // PodSecurityPolicy's warnings name what it would have done.
 func TestKubectlPSPConvert(t *testing.T) {
-	dir := t.TempDir()
-	config, mode := filepath.Join(dir, "admission.yaml"), filepath.Join(dir, "psp.yaml")
-	writeMode := func(m string) {
-		t.Helper()
-		data := "apiVersion: podsecuritypolicy.admission.turnstile.dev/v1alpha1\nkind: PodSecurityPolicyConfiguration\nmode: " + m + "\n"
-		if err := os.WriteFile(mode, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(config, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurityPolicy\n  path: psp.yaml\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config, writeMode := pspModeConfig(t, t.TempDir())
 	writeMode("enforce")
 	s, admin := startServer(t, "psp-convert", "--enable-admission-plugins=PodSecurityPolicy", "--admission-control-config-file="+config)
 	ctx := context.Background()

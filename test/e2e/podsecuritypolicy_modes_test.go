@@ -14,13 +14,11 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// PodSecurityPolicy's modes through the real binary and a reload: in warn
-// a privileged pod and a pod that needs the policy's defaults are stored
-// as sent, and the client is told, per policy and field, what enforce would
-// have refused and set; in audit the same goes to the audit log instead;
-// written back to enforce, the privileged pod is refused again.
-func TestPodSecurityPolicyModes(t *testing.T) {
-	dir := t.TempDir()
+// pspModeConfig writes, in dir, an AdmissionConfiguration that gives
+// PodSecurityPolicy its configuration file, and returns its path and a
+// function that writes the plugin's mode (which the apiserver reloads).
+func pspModeConfig(t *testing.T, dir string) (string, func(mode string)) {
+	t.Helper()
 	config, mode := filepath.Join(dir, "admission.yaml"), filepath.Join(dir, "psp.yaml")
 	writeMode := func(m string) {
 		t.Helper()
@@ -32,6 +30,17 @@ func TestPodSecurityPolicyModes(t *testing.T) {
 	if err := os.WriteFile(config, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurityPolicy\n  path: psp.yaml\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return config, writeMode
+}
+
+// PodSecurityPolicy's modes through the real binary and a reload: in warn
+// a privileged pod and a pod that needs the policy's defaults are stored
+// as sent, and the client is told, per policy and field, what enforce would
+// have refused and set; in audit the same goes to the audit log instead;
+// written back to enforce, the privileged pod is refused again.
+func TestPodSecurityPolicyModes(t *testing.T) {
+	dir := t.TempDir()
+	config, writeMode := pspModeConfig(t, dir)
 	writeMode("warn")
 	auditLog := filepath.Join(dir, "audit.log")
 	s, admin := startServer(t, "psp-modes", "--enable-admission-plugins=PodSecurityPolicy", "--admission-control-config-file="+config,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,18 +33,7 @@ import (
 // still; the warnings it gives are the ones expected. `make test-node` runs
 // it as root with the images built.
 func TestPSPMigration(t *testing.T) {
-	dir := t.TempDir()
-	admissionConfig, mode := filepath.Join(dir, "admission.yaml"), filepath.Join(dir, "psp.yaml")
-	writeMode := func(m string) {
-		t.Helper()
-		data := "apiVersion: podsecuritypolicy.admission.turnstile.dev/v1alpha1\nkind: PodSecurityPolicyConfiguration\nmode: " + m + "\n"
-		if err := os.WriteFile(mode, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(admissionConfig, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurityPolicy\n  path: psp.yaml\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	admissionConfig, writeMode := pspModeConfig(t, t.TempDir())
 	writeMode("enforce")
 	lu := startLocalNodes(t, 1, "-admission-plugins", "PodSecurityPolicy",
 		"-pod-security-policies", "../../examples/podsecuritypolicy", "-admission-config", admissionConfig)
