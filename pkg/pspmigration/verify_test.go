@@ -104,3 +104,30 @@ func TestConvertWithoutMutatingPolicies(t *testing.T) {
 		t.Errorf("converting no policy: %v", err)
 	}
 }
+
+// BenchmarkVerify is one kubectl psp verify of the example policies and
+// testdata/policies.yaml (1,928 decisions, each made twice), the
+// replacement already loaded.
+func BenchmarkVerify(b *testing.B) {
+	ctx := context.Background()
+	decider, rbac := load(b, withTestdata)
+	report := &Report{Namespaces: []Namespace{
+		{Name: "kube-system", Enforce: psaapi.LevelPrivileged},
+		{Name: "team", Enforce: psaapi.LevelPrivileged},
+		{Name: "apps", Enforce: psaapi.LevelRestricted},
+	}}
+	r, err := Convert(ctx, decider.Policies(), rbac, report, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	judge, err := NewJudge(r, upstreamSchemas(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer judge.Close()
+	for b.Loop() {
+		if _, err := Verify(ctx, decider, judge, rbac, nil, []string{"kube-system", "team", "apps"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
