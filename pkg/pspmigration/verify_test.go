@@ -11,12 +11,37 @@ import (
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/openapi/openapitest"
 	psaapi "k8s.io/pod-security-admission/api"
+
+	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
 )
 
 // withTestdata is the examples and testdata/policies.yaml: every field
 // the conversion handles, granted cluster-wide and in one namespace.
 func withTestdata(t testing.TB) ([]runtime.Object, []runtime.Object) {
 	return decode(t, "../../examples/podsecuritypolicy/policies.yaml", "../../examples/podsecuritypolicy/rbac.yaml", "testdata/policies.yaml")
+}
+
+// verifySetup loads the examples and testdata/policies.yaml, converts
+// them for three namespaces (kube-system, team, apps), and loads the
+// replacement into a Judge that the test closes.
+func verifySetup(t testing.TB) (*pspadmission.Decider, *RBAC, *Judge) {
+	t.Helper()
+	decider, rbac := load(t, withTestdata)
+	report := &Report{Namespaces: []Namespace{
+		{Name: "kube-system", Enforce: psaapi.LevelPrivileged},
+		{Name: "team", Enforce: psaapi.LevelPrivileged},
+		{Name: "apps", Enforce: psaapi.LevelRestricted},
+	}}
+	r, err := Convert(context.Background(), decider.Policies(), rbac, report, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge, err := NewJudge(r, upstreamSchemas(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(judge.Close)
+	return decider, rbac, judge
 }
 
 // The generated replacement, run by upstream's admission policy plugins
@@ -26,21 +51,7 @@ func withTestdata(t testing.TB) ([]runtime.Object, []runtime.Object) {
 // named.
 func TestVerify(t *testing.T) {
 	ctx := context.Background()
-	decider, rbac := load(t, withTestdata)
-	report := &Report{Namespaces: []Namespace{
-		{Name: "kube-system", Enforce: psaapi.LevelPrivileged},
-		{Name: "team", Enforce: psaapi.LevelPrivileged},
-		{Name: "apps", Enforce: psaapi.LevelRestricted},
-	}}
-	r, err := Convert(ctx, decider.Policies(), rbac, report, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	judge, err := NewJudge(r, upstreamSchemas(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer judge.Close()
+	decider, rbac, judge := verifySetup(t)
 	v, err := Verify(ctx, decider, judge, rbac, nil, []string{"kube-system", "team", "apps"})
 	if err != nil {
 		t.Fatal(err)
@@ -110,21 +121,7 @@ func TestConvertWithoutMutatingPolicies(t *testing.T) {
 // replacement already loaded.
 func BenchmarkVerify(b *testing.B) {
 	ctx := context.Background()
-	decider, rbac := load(b, withTestdata)
-	report := &Report{Namespaces: []Namespace{
-		{Name: "kube-system", Enforce: psaapi.LevelPrivileged},
-		{Name: "team", Enforce: psaapi.LevelPrivileged},
-		{Name: "apps", Enforce: psaapi.LevelRestricted},
-	}}
-	r, err := Convert(ctx, decider.Policies(), rbac, report, true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	judge, err := NewJudge(r, upstreamSchemas(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer judge.Close()
+	decider, rbac, judge := verifySetup(b)
 	for b.Loop() {
 		if _, err := Verify(ctx, decider, judge, rbac, nil, []string{"kube-system", "team", "apps"}); err != nil {
 			b.Fatal(err)
