@@ -43,7 +43,7 @@ func removeRun(r record) error {
 		}
 	}
 	for _, ns := range r.Nodes {
-		if _, err := os.Stat("/run/netns/" + ns); err == nil {
+		if _, err := os.Stat(filepath.Join(netnsDir, ns)); err == nil {
 			if err := run("ip", "netns", "del", ns); err != nil {
 				errs = append(errs, err)
 			}
@@ -65,8 +65,14 @@ func removeRun(r record) error {
 		}
 	}
 	for _, dir := range r.Created {
+		if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
+			continue // gone already, or holding what is not this run's
+		}
+		// /run/netns is a mount point of its own once `ip netns add` has
+		// made it (not an error for the others).
+		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
 		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("removing the mount point %s this run made: %w", dir, err))
+			errs = append(errs, fmt.Errorf("removing the directory %s this run made: %w", dir, err))
 		}
 	}
 	runDir := filepath.Join(runRoot, strconv.Itoa(r.ID))
@@ -192,7 +198,7 @@ func Leftovers(id int, dir string) []string {
 		left = append(left, "mount "+m)
 	}
 	prefix := fmt.Sprintf("%s%d-", netnsPrefix, id)
-	entries, _ := os.ReadDir("/run/netns")
+	entries, _ := os.ReadDir(netnsDir)
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), prefix) {
 			left = append(left, "network namespace "+e.Name())

@@ -32,6 +32,8 @@ const (
 	// runRoot holds, for each run, the record a later run needs to remove
 	// what a killed run left, and the nodes' containerd runtime state.
 	runRoot = "/run/turnstile-local"
+	// netnsDir is where `ip netns` keeps the named network namespaces.
+	netnsDir = "/run/netns"
 )
 
 // Config is what the nodes need from the control plane.
@@ -69,6 +71,8 @@ type Cluster struct {
 	created []string
 	// registry serves the images to the nodes' containerd.
 	registry *registry
+	// balancer is haproxy in front of the control plane, when one runs.
+	balancer *Balancer
 }
 
 // record is what a later run needs to remove this one's leftovers.
@@ -76,13 +80,14 @@ type record struct {
 	ID     int      `json:"id"`
 	Bridge string   `json:"bridge"`
 	Table  string   `json:"table"`
-	Nodes  []string `json:"nodes"` // netns names
+	Nodes  []string `json:"nodes"` // netns names: the nodes' and the balancer's
 	Roots  []string `json:"roots"` // cgroup roots
 	// Mounts holds the directories under which every mount of the run
 	// lies: the nodes' state and runtime directories.
 	Mounts  []string `json:"mounts"`
 	Sockets []string `json:"sockets"`
-	// Created are mount points the run made on the host, removed last.
+	// Created are directories the run made on the host (mount points),
+	// removed last.
 	Created []string `json:"created,omitempty"`
 }
 
@@ -118,6 +123,11 @@ func Prepare(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("the state directory %s is too deep for the nodes: the kubelet's sockets under it would have paths of %d bytes (%s), and a unix socket's path has at most %d; choose a shorter one",
 			cfg.Dir, len(long), long, maxSocketPath)
 	}
+	// `ip netns add` makes /run/netns, a mount point, where a host has
+	// none yet; the run removes it again.
+	if _, err := os.Stat(netnsDir); errors.Is(err, os.ErrNotExist) {
+		c.created = append(c.created, netnsDir)
+	}
 	if err := c.writeRecord(); err != nil {
 		return nil, err
 	}
@@ -133,16 +143,37 @@ func Prepare(cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
-// UseBin has the nodes run kubeadm and the kubelet from bin from now on,
-// as a package upgrade replaces them on a host: the kubeadm of a node's
-// next command, the kubelet of its next (re)start (Node.RestartKubelet).
+// UseBin has every node run kubeadm and the kubelet from bin from now on
+// (Node.UseBin).
 func (c *Cluster) UseBin(bin string) error {
+	if err := checkBin(bin); err != nil {
+		return err
+	}
+	c.cfg.Bin = bin
+	for _, n := range c.Nodes {
+		n.binDir = ""
+	}
+	return nil
+}
+
+// UseBin has the node run kubeadm and the kubelet from bin from now on,
+// as a package upgrade replaces them on a host: the kubeadm of the node's
+// next command, the kubelet of its next (re)start (RestartKubelet). A
+// rolling upgrade moves one node at a time.
+func (n *Node) UseBin(bin string) error {
+	if err := checkBin(bin); err != nil {
+		return err
+	}
+	n.binDir = bin
+	return nil
+}
+
+func checkBin(bin string) error {
 	for _, b := range []string{"kubeadm", "kubelet"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			return fmt.Errorf("using the binaries in %s: %w", bin, err)
 		}
 	}
-	c.cfg.Bin = bin
 	return nil
 }
 
@@ -159,6 +190,9 @@ func (c *Cluster) writeRecord() error {
 		r.Roots = append(r.Roots, n.CgroupRoot())
 		r.Mounts = append(r.Mounts, n.dir())
 		r.Sockets = append(r.Sockets, n.Socket())
+	}
+	if c.balancer != nil {
+		r.Nodes = append(r.Nodes, c.balancerNetns())
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -189,22 +223,12 @@ func (c *Cluster) Start(ctx context.Context, client kubernetes.Interface) error 
 			return err
 		}
 	}
-	// Every pod range is routed to its node, from the host and from every
-	// other node; the Services' range goes to the first node, whose
-	// kube-proxy answers for the host (the apiserver reaches webhooks and
-	// aggregated APIs through it).
-	for _, n := range c.Nodes {
-		if err := addRoute("", n.PodCIDR, n.IP); err != nil {
-			return err
-		}
-		for _, other := range c.Nodes {
-			if other != n {
-				if err := addRoute(other.Netns(), n.PodCIDR, n.IP); err != nil {
-					return err
-				}
-			}
-		}
+	if err := c.RoutePods(); err != nil {
+		return err
 	}
+	// The Services' range goes to the first node, whose kube-proxy
+	// answers for the host (the apiserver reaches webhooks and aggregated
+	// APIs through it).
 	if err := addRoute("", c.cfg.Layout.Services, c.Nodes[0].IP); err != nil {
 		return err
 	}
@@ -213,6 +237,28 @@ func (c *Cluster) Start(ctx context.Context, client kubernetes.Interface) error 
 			return err
 		}
 		c.progress("%s: Ready, pods in %s", n.Name, n.PodCIDR)
+	}
+	return nil
+}
+
+// RoutePods routes every node's pod range (once it has one) to the node,
+// from the host and from every other node: the pods of all nodes reach
+// each other as through a CNI plugin's routes.
+func (c *Cluster) RoutePods() error {
+	for _, n := range c.Nodes {
+		if !n.PodCIDR.IsValid() {
+			continue
+		}
+		if err := addRoute("", n.PodCIDR, n.IP); err != nil {
+			return err
+		}
+		for _, other := range c.Nodes {
+			if other != n && other.started() {
+				if err := addRoute(other.Netns(), n.PodCIDR, n.IP); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -265,6 +311,7 @@ func (c *Cluster) Stop() error {
 	if c.registry != nil {
 		errs = append(errs, c.registry.close())
 	}
+	errs = append(errs, c.balancer.stop())
 	return errors.Join(errs...)
 }
 

@@ -3,17 +3,23 @@ package localnode
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/template"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	certutil "k8s.io/client-go/util/cert"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/copycerts"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
 	"github.com/turnstile-k8s/turnstile/internal/process"
 )
@@ -42,18 +48,23 @@ func (n *Node) mountNS() string { return filepath.Join(n.cluster.runDir(), n.Nam
 // kubeadm's admin.conf is KubeadmDir()/admin.conf.
 func (n *Node) KubeadmDir() string { return filepath.Join(n.dir(), kubeadmPaths["/etc/kubernetes"]) }
 
-// StartKubeadmHost prepares the cluster's first node for `kubeadm init`:
+// KubeletDir is where the node's /var/lib/kubelet lives on the host (the
+// kubelet's pod logs among it, in pod-logs).
+func (n *Node) KubeletDir() string { return filepath.Join(n.dir(), kubeadmPaths["/var/lib/kubelet"]) }
+
+// StartKubeadm prepares the node for `kubeadm init` or `kubeadm join`:
 // its network namespace and guard, cgroup root, mount namespace, and
 // containerd with images (the node images and the control plane's)
-// imported. Call KubeadmInit next.
-func (c *Cluster) StartKubeadmHost(ctx context.Context) (*Node, error) {
-	n := c.Nodes[0]
-	return n, n.startRuntime(ctx, true)
+// imported. Call KubeadmInit or KubeadmJoin next.
+func (n *Node) StartKubeadm(ctx context.Context) error {
+	return n.startRuntime(ctx, true)
 }
 
 // addMountNS creates the node's mount namespace and binds kubeadm's paths
 // in it. A mount namespace is kept by binding it to a file, which must lie
-// on a private mount: the run's directory, bound onto itself.
+// on a private mount: the run's directory, bound onto itself once for all
+// of its nodes (a second bind would hide the files the first nodes'
+// namespaces are bound to).
 func (n *Node) addMountNS() error {
 	run := n.cluster.runDir()
 	for _, p := range kubeadmPaths {
@@ -61,12 +72,14 @@ func (n *Node) addMountNS() error {
 			return err
 		}
 	}
-	steps := [][]string{
-		{"mount", "--bind", run, run},
-		{"mount", "--make-private", run},
-		{"touch", n.mountNS()},
-		{"unshare", "--mount=" + n.mountNS(), "--propagation", "private", "true"},
+	var steps [][]string
+	if !slices.Contains(mountsUnder([]string{run}), run) {
+		steps = append(steps, []string{"mount", "--bind", run, run}, []string{"mount", "--make-private", run})
 	}
+	steps = append(steps,
+		[]string{"touch", n.mountNS()},
+		[]string{"unshare", "--mount=" + n.mountNS(), "--propagation", "private", "true"},
+	)
 	for host, p := range kubeadmPaths {
 		// The mount point must exist on the host; an empty directory
 		// made for it is removed with the run.
@@ -84,16 +97,18 @@ func (n *Node) addMountNS() error {
 	return runAll(steps)
 }
 
-// kubeadmConfig is `kubeadm init`'s configuration for the node: kubeadm's
-// defaults, with the node's address, the layout's ranges, the node's
-// containerd, no taint (the test's pods run on it), images never pulled,
-// and the kubelet settings a node of this machine needs (see kubeletConfig).
-var kubeadmConfig = template.Must(template.New("kubeadm.yaml").Parse(`apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-localAPIEndpoint:
-  advertiseAddress: {{.IP}}
-  bindPort: 6443
-nodeRegistration:
+// A kubeadm node's configuration has three parts. The node's own settings
+// (its address and name, its containerd, never pulling, no taint: the
+// test's pods run on control-plane nodes too) are the same for init and
+// join. The cluster's (version, ranges, admission plugins, the control
+// plane's endpoint) are init's, and kubeadm keeps them in its kubeadm-config
+// ConfigMap for the nodes that join and for upgrades. The kubelet's
+// settings that a node of this machine needs are cluster-wide (kubeadm's
+// kubelet-config ConfigMap), except the two that must differ between
+// nodes sharing a host, its cgroup root and resolv.conf, which a kubeadm
+// patch of the node's own sets (writePatches), so that init, join and
+// every upgrade write them again.
+var kubeadmConfig = template.Must(template.New("kubeadm").Parse(`{{define "registration"}}nodeRegistration:
   name: {{.Name}}
   criSocket: unix://{{.Socket}}
   imagePullPolicy: Never
@@ -104,12 +119,22 @@ nodeRegistration:
     value: {{.IP}}
 patches:
   directory: {{.Patches}}
-skipPhases: [addon/kube-proxy, addon/coredns]
+{{end}}{{define "init"}}apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+{{with .Join}}bootstrapTokens:
+- token: {{.Token}}
+  ttl: 2h
+certificateKey: {{.CertificateKey}}
+{{end}}localAPIEndpoint:
+  advertiseAddress: {{.IP}}
+  bindPort: 6443
+{{template "registration" .}}skipPhases: [addon/kube-proxy, addon/coredns]
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 kubernetesVersion: {{.Version}}
-networking:
+{{with .Endpoint}}controlPlaneEndpoint: {{.}}
+{{end}}networking:
   podSubnet: {{.Pods}}
   serviceSubnet: {{.Services}}
 apiServer:
@@ -120,10 +145,8 @@ apiServer:
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
-cgroupRoot: {{.CgroupRoot}}
 failCgroupV1: false
 failSwapOn: false
-resolvConf: {{.ResolvConf}}
 podLogsDir: /var/lib/kubelet/pod-logs
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -131,43 +154,156 @@ evictionHard:
   memory.available: 100Mi
   nodefs.available: 5%
   imagefs.available: 5%
-`))
+{{end}}{{define "join"}}apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: {{.Endpoint}}
+    token: {{.Join.Token}}
+    caCertHashes: [{{.CACertHash}}]
+{{if .ControlPlane}}controlPlane:
+  localAPIEndpoint:
+    advertiseAddress: {{.IP}}
+    bindPort: 6443
+  certificateKey: {{.Join.CertificateKey}}
+{{end}}{{template "registration" .}}{{end}}`))
 
-// KubeadmInit runs `kubeadm init` on the node for kubernetesVersion, with
-// admissionPlugins as --enable-admission-plugins, and apiserverImage
-// patched into the kube-apiserver's static pod (docs/kubeadm.md, 2b); an
-// empty apiserverImage keeps the image kubeadm names, upstream's. The
-// kubelet is started once kubeadm has written its configuration, as
-// systemd would start it; kube-proxy and CoreDNS are left out (their
-// addons need a kube-proxy image, which is not built). It returns
-// kubeadm's output.
-func (n *Node) KubeadmInit(ctx context.Context, kubernetesVersion, apiserverImage string, admissionPlugins []string) (string, error) {
-	c := n.cluster
-	var cfg bytes.Buffer
-	if err := kubeadmConfig.Execute(&cfg, map[string]string{
-		"IP": n.IP.String(), "Name": n.Name, "Socket": n.Socket(), "Version": kubernetesVersion,
-		"Pods": c.cfg.Layout.Pods.String(), "Services": c.cfg.Layout.Services.String(), "CgroupRoot": n.CgroupRoot(),
-		"ResolvConf": filepath.Join(n.dir(), "resolv.conf"), "Patches": n.patchesDir(),
-		"AdmissionPlugins": strings.Join(admissionPlugins, ","),
-	}); err != nil {
+// InitOptions is what `kubeadm init` makes.
+type InitOptions struct {
+	// Version is the ClusterConfiguration's kubernetesVersion.
+	Version string
+	// APIServerImage replaces the kube-apiserver image kubeadm names, by a
+	// kubeadm patch (docs/kubeadm.md, 2b); empty keeps kubeadm's,
+	// upstream's.
+	APIServerImage string
+	// AdmissionPlugins is the apiserver's --enable-admission-plugins.
+	AdmissionPlugins []string
+	// ControlPlaneEndpoint is the load balancer's host:port in front of a
+	// control plane of several nodes (kubeadm's --control-plane-endpoint);
+	// empty: the node's own address, for a control plane of one.
+	ControlPlaneEndpoint string
+	// Join, when set, is the bootstrap token init creates and the key
+	// under which it uploads the control plane's certificates (kubeadm's
+	// --upload-certs), for the nodes that join.
+	Join *JoinSecrets
+}
+
+// JoinSecrets are what a node needs besides the endpoint to join a
+// cluster: a bootstrap token, and for a control-plane node the key that
+// decrypts the certificates init uploaded.
+type JoinSecrets struct {
+	Token, CertificateKey string
+}
+
+// NewJoinSecrets makes a bootstrap token and a certificate key, as
+// `kubeadm token generate` and `kubeadm certs certificate-key` do.
+func NewJoinSecrets() (*JoinSecrets, error) {
+	token, err := bootstraputil.GenerateBootstrapToken()
+	if err != nil {
+		return nil, err
+	}
+	key, err := copycerts.CreateCertificateKey()
+	if err != nil {
+		return nil, err
+	}
+	return &JoinSecrets{Token: token, CertificateKey: key}, nil
+}
+
+// JoinOptions is what `kubeadm join` needs.
+type JoinOptions struct {
+	// Endpoint is the control plane's endpoint, host:port.
+	Endpoint string
+	Secrets  JoinSecrets
+	// CACertHash pins the cluster's CA (Node.CACertHash of the first node).
+	CACertHash string
+	// ControlPlane joins the node as a control-plane node (stacked etcd
+	// member, apiserver, controller-manager, scheduler), with
+	// APIServerImage as its kube-apiserver as for InitOptions.
+	ControlPlane   bool
+	APIServerImage string
+}
+
+// kubeadmValues are the template's values for the node.
+func (n *Node) kubeadmValues() map[string]any {
+	return map[string]any{"IP": n.IP.String(), "Name": n.Name, "Socket": n.Socket(), "Patches": n.PatchesDir()}
+}
+
+func (n *Node) initValues(opts InitOptions) map[string]any {
+	values := n.kubeadmValues()
+	values["Version"], values["Endpoint"], values["Join"] = opts.Version, opts.ControlPlaneEndpoint, opts.Join
+	values["Pods"], values["Services"] = n.cluster.cfg.Layout.Pods.String(), n.cluster.cfg.Layout.Services.String()
+	values["AdmissionPlugins"] = strings.Join(opts.AdmissionPlugins, ",")
+	return values
+}
+
+func (n *Node) joinValues(opts JoinOptions) map[string]any {
+	values := n.kubeadmValues()
+	values["Endpoint"], values["Join"], values["CACertHash"], values["ControlPlane"] = opts.Endpoint, opts.Secrets, opts.CACertHash, opts.ControlPlane
+	return values
+}
+
+// KubeadmInit runs `kubeadm init` on the node, as opts says. The kubelet
+// is started once kubeadm has written its configuration, as systemd would
+// start it; kube-proxy and CoreDNS are left out (their addons need a
+// kube-proxy image, which is not built). It returns kubeadm's output.
+func (n *Node) KubeadmInit(ctx context.Context, opts InitOptions) (string, error) {
+	config, err := n.writeKubeadmConfig("init", n.initValues(opts), opts.APIServerImage)
+	if err != nil {
 		return "", err
 	}
-	// kubeadm's own inputs stay out of /etc/kubernetes, where `kubeadm
-	// reset` is checked to leave nothing.
-	config := filepath.Join(n.dir(), "kubeadm.yaml")
+	args := []string{"init", "--config=" + config, "--v=1"}
+	if opts.Join != nil {
+		args = append(args, "--upload-certs")
+	}
+	return n.kubeadmStartingKubelet(ctx, args...)
+}
+
+// KubeadmJoin runs `kubeadm join` on the node, as a worker or, with
+// opts.ControlPlane, as a control-plane node, starting its kubelet as
+// KubeadmInit does. It returns kubeadm's output.
+func (n *Node) KubeadmJoin(ctx context.Context, opts JoinOptions) (string, error) {
+	config, err := n.writeKubeadmConfig("join", n.joinValues(opts), opts.APIServerImage)
+	if err != nil {
+		return "", err
+	}
+	return n.kubeadmStartingKubelet(ctx, "join", "--config="+config, "--v=1")
+}
+
+// writeKubeadmConfig writes the node's patches and resolv.conf and the
+// configuration kubeadm's command reads, and returns its path. kubeadm's
+// own inputs stay out of /etc/kubernetes, where `kubeadm reset` is checked
+// to leave nothing.
+func (n *Node) writeKubeadmConfig(command string, values map[string]any, apiserverImage string) (string, error) {
+	var cfg bytes.Buffer
+	if err := kubeadmConfig.ExecuteTemplate(&cfg, command, values); err != nil {
+		return "", err
+	}
 	if err := n.writePatches(apiserverImage); err != nil {
 		return "", err
 	}
+	config := filepath.Join(n.dir(), "kubeadm-"+command+".yaml")
 	files := map[string]string{
-		config:                                cfg.String(),
-		filepath.Join(n.dir(), "resolv.conf"): "nameserver " + c.cfg.Layout.DNS().String() + "\n",
+		config:         cfg.String(),
+		n.resolvConf(): "nameserver " + n.cluster.cfg.Layout.DNS().String() + "\n",
 	}
 	for path, content := range files {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			return "", err
 		}
 	}
-	kubeadm := n.kubeadm(ctx, "init", "--config="+config, "--v=1")
+	return config, nil
+}
+
+// resolvConf is the node's pods' resolv.conf for dnsPolicy Default: the
+// cluster DNS only, never the host's resolver.
+func (n *Node) resolvConf() string { return filepath.Join(n.dir(), "resolv.conf") }
+
+// kubeadmStartingKubelet runs kubeadm with args and starts the kubelet
+// once kubeadm has written the kubelet's configuration and flags (kubeadm
+// then waits for it, as it would for the kubelet systemd restarts). It
+// returns kubeadm's output.
+func (n *Node) kubeadmStartingKubelet(ctx context.Context, args ...string) (string, error) {
+	kubeadm := n.kubeadm(ctx, args...)
 	var out bytes.Buffer
 	kubeadm.Stdout, kubeadm.Stderr = &out, &out
 	if err := kubeadm.Start(); err != nil {
@@ -180,18 +316,15 @@ func (n *Node) KubeadmInit(ctx context.Context, kubernetesVersion, apiserverImag
 		select {
 		case err := <-done:
 			if err != nil {
-				return out.String(), fmt.Errorf("kubeadm init: %w", err)
+				return out.String(), fmt.Errorf("kubeadm %s: %w", args[0], err)
 			}
 			if !kubeletStarted {
-				return out.String(), fmt.Errorf("kubeadm init ended without writing %s", n.kubeadmFlagsFile())
+				return out.String(), fmt.Errorf("kubeadm %s ended without writing %s", args[0], n.kubeadmFlagsFile())
 			}
 			return out.String(), nil
 		case <-time.After(250 * time.Millisecond):
 		}
-		if kubeletStarted {
-			continue
-		}
-		if _, err := os.Stat(n.kubeadmFlagsFile()); err != nil {
+		if kubeletStarted || !n.kubeletConfigWritten() {
 			continue
 		}
 		if err := n.startKubeadmKubelet(); err != nil {
@@ -201,27 +334,45 @@ func (n *Node) KubeadmInit(ctx context.Context, kubernetesVersion, apiserverImag
 	}
 }
 
-// kubeadm is the command of the kubeadm in the cluster's Bin, inside the
-// node, with Bin first on the PATH: kubeadm's preflight asks the kubelet
-// on the PATH for its version, as it finds it on a host.
+// kubeletConfigWritten reports whether kubeadm has written both files the
+// kubelet starts from (it writes the flags first).
+func (n *Node) kubeletConfigWritten() bool {
+	for _, f := range []string{n.kubeadmFlagsFile(), filepath.Join(filepath.Dir(n.kubeadmFlagsFile()), "config.yaml")} {
+		if _, err := os.Stat(f); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// kubeadm is the command of the node's kubeadm (UseBin), inside the node,
+// with its directory first on the PATH: kubeadm's preflight asks the
+// kubelet on the PATH for its version, as it finds it on a host.
 func (n *Node) kubeadm(ctx context.Context, args ...string) *exec.Cmd {
-	bin := n.cluster.cfg.Bin
+	bin := n.bin()
 	command := append(n.enter(), filepath.Join(bin, "kubeadm"))
 	cmd := exec.CommandContext(ctx, command[0], append(command[1:], args...)...)
 	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return cmd
 }
 
-// patchesDir holds the kubeadm patches of the node's control plane.
-func (n *Node) patchesDir() string { return filepath.Join(n.dir(), "patches") }
+// PatchesDir holds the kubeadm patches of the node (kubeadm's --patches):
+// its kube-apiserver image and its kubelet's cgroup root and resolv.conf.
+// A test may add its own for the node's next kubeadm command.
+func (n *Node) PatchesDir() string { return filepath.Join(n.dir(), "patches") }
 
-// writePatches writes the patch that runs apiserverImage as the
-// kube-apiserver, or removes it when apiserverImage is empty.
+// writePatches writes the node's patches: the kubelet's settings of its
+// own, and one that runs apiserverImage as the kube-apiserver (removed when
+// apiserverImage is empty).
 func (n *Node) writePatches(apiserverImage string) error {
-	if err := os.MkdirAll(n.patchesDir(), 0o700); err != nil {
+	if err := os.MkdirAll(n.PatchesDir(), 0o700); err != nil {
 		return err
 	}
-	patch := filepath.Join(n.patchesDir(), "kube-apiserver+strategic.yaml")
+	kubelet := fmt.Sprintf("cgroupRoot: %s\nresolvConf: %s\n", n.CgroupRoot(), n.resolvConf())
+	if err := os.WriteFile(filepath.Join(n.PatchesDir(), "kubeletconfiguration+strategic.yaml"), []byte(kubelet), 0o600); err != nil {
+		return err
+	}
+	patch := filepath.Join(n.PatchesDir(), "kube-apiserver+strategic.yaml")
 	if apiserverImage == "" {
 		if err := os.Remove(patch); err != nil && !os.IsNotExist(err) {
 			return err
@@ -231,15 +382,29 @@ func (n *Node) writePatches(apiserverImage string) error {
 	return os.WriteFile(patch, []byte(fmt.Sprintf("spec:\n  containers:\n  - name: kube-apiserver\n    image: %s\n", apiserverImage)), 0o600)
 }
 
-// kubeadmUpgradeConfig is `kubeadm upgrade apply`'s configuration: the
-// target version, the patches init used (so that the apiserver's image
-// can change with the version), and images never pulled. Three preflight
-// errors are ignored (init ignores all of its checks instead):
-// SystemVerification, because this machine kind has cgroup v1, which
-// kubeadm refuses unless told, even with the kubelet's FailCgroupV1 false;
-// and the two CoreDNS migration checks, which fail, finding no CoreDNS
-// version, when the CoreDNS addon was never installed (kubeadm v1.37 runs
-// them even when the ClusterConfiguration says dns.disabled).
+// CACertHash is the hash of the cluster CA's public key that `kubeadm
+// join` pins (--discovery-token-ca-cert-hash), read from the node's PKI.
+func (n *Node) CACertHash() (string, error) {
+	path := filepath.Join(n.KubeadmDir(), "pki", "ca.crt")
+	certs, err := certutil.CertsFromFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the cluster CA: %w", err)
+	}
+	return pubkeypin.Hash(certs[0]), nil
+}
+
+// kubeadmUpgradeConfig is the configuration of `kubeadm upgrade apply`
+// (the target version) and of `kubeadm upgrade node` on the other nodes:
+// the node's patches (so that the apiserver's image can change with the
+// version, and the kubelet keeps its own settings), images never pulled,
+// and how long kubeadm waits for each new static pod before it rolls the
+// node back. Three preflight errors are ignored (init ignores all of its
+// checks instead): SystemVerification, because this machine kind has
+// cgroup v1, which kubeadm refuses unless told, even with the kubelet's
+// FailCgroupV1 false; and the two CoreDNS migration checks, which fail,
+// finding no CoreDNS version, when the CoreDNS addon was never installed
+// (kubeadm v1.37 runs them even when the ClusterConfiguration says
+// dns.disabled).
 var kubeadmUpgradeConfig = template.Must(template.New("kubeadm-upgrade.yaml").Parse(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: UpgradeConfiguration
 apply:
@@ -248,35 +413,75 @@ apply:
   ignorePreflightErrors: [SystemVerification, CoreDNSUnsupportedPlugins, CoreDNSMigration]
   patches:
     directory: {{.Patches}}
-`))
+node:
+  imagePullPolicy: Never
+  ignorePreflightErrors: [SystemVerification, CoreDNSUnsupportedPlugins, CoreDNSMigration]
+  patches:
+    directory: {{.Patches}}
+{{with .Timeout}}timeouts:
+  upgradeManifests: {{.}}
+{{end}}`))
+
+// UpgradeOptions is what an upgrade of a node's control plane needs.
+type UpgradeOptions struct {
+	// Version is `kubeadm upgrade apply`'s target; `kubeadm upgrade node`
+	// takes the version `apply` wrote into the kubeadm-config ConfigMap.
+	Version string
+	// APIServerImage is the new kube-apiserver image (empty: kubeadm's
+	// own, upstream's).
+	APIServerImage string
+	// Timeout is how long kubeadm waits for each new static pod before it
+	// rolls the node back (zero: kubeadm's default, 5 minutes).
+	Timeout time.Duration
+}
 
 // KubeadmUpgradeApply runs `kubeadm upgrade apply` on the node with the
-// kubeadm in the cluster's Bin (UseBin), to kubernetesVersion, with
-// apiserverImage as the new kube-apiserver image (empty: kubeadm's own).
-// The cluster's configuration is the one kubeadm keeps in the
-// kubeadm-config ConfigMap. It returns kubeadm's output.
-func (n *Node) KubeadmUpgradeApply(ctx context.Context, kubernetesVersion, apiserverImage string) (string, error) {
+// node's kubeadm (UseBin). The cluster's configuration is the one kubeadm
+// keeps in the kubeadm-config ConfigMap. It returns kubeadm's output.
+func (n *Node) KubeadmUpgradeApply(ctx context.Context, opts UpgradeOptions) (string, error) {
+	return n.kubeadmUpgrade(ctx, opts, "apply", "--yes")
+}
+
+// KubeadmUpgradeNode runs `kubeadm upgrade node` on the node with the
+// node's kubeadm, as every node but the first does after `kubeadm upgrade
+// apply` (a worker's only renews its kubelet's configuration). It returns
+// kubeadm's output.
+func (n *Node) KubeadmUpgradeNode(ctx context.Context, opts UpgradeOptions) (string, error) {
+	return n.kubeadmUpgrade(ctx, opts, "node")
+}
+
+func (n *Node) upgradeConfig(opts UpgradeOptions) ([]byte, error) {
+	var timeout string
+	if opts.Timeout > 0 {
+		timeout = opts.Timeout.String()
+	}
 	var cfg bytes.Buffer
-	if err := kubeadmUpgradeConfig.Execute(&cfg, map[string]string{"Version": kubernetesVersion, "Patches": n.patchesDir()}); err != nil {
+	err := kubeadmUpgradeConfig.Execute(&cfg, map[string]string{"Version": opts.Version, "Patches": n.PatchesDir(), "Timeout": timeout})
+	return cfg.Bytes(), err
+}
+
+func (n *Node) kubeadmUpgrade(ctx context.Context, opts UpgradeOptions, command string, args ...string) (string, error) {
+	cfg, err := n.upgradeConfig(opts)
+	if err != nil {
 		return "", err
 	}
 	config := filepath.Join(n.dir(), "kubeadm-upgrade.yaml")
-	if err := os.WriteFile(config, cfg.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(config, cfg, 0o600); err != nil {
 		return "", err
 	}
-	if err := n.writePatches(apiserverImage); err != nil {
+	if err := n.writePatches(opts.APIServerImage); err != nil {
 		return "", err
 	}
-	out, err := n.kubeadm(ctx, "upgrade", "apply", "--config="+config, "--yes", "--v=1").CombinedOutput()
+	out, err := n.kubeadm(ctx, append([]string{"upgrade", command, "--config=" + config, "--v=1"}, args...)...).CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("kubeadm upgrade apply: %w", err)
+		return string(out), fmt.Errorf("kubeadm upgrade %s: %w", command, err)
 	}
 	return string(out), nil
 }
 
-// RestartKubelet stops the node's kubelet and starts the one in the
-// cluster's Bin with kubeadm's flags, as `systemctl restart kubelet`
-// after a package upgrade. Running containers are left as they are.
+// RestartKubelet stops the node's kubelet and starts the node's (UseBin)
+// with kubeadm's flags, as `systemctl restart kubelet` after a package
+// upgrade. Running containers are left as they are.
 func (n *Node) RestartKubelet() error {
 	if err := n.stopKubelet(); err != nil {
 		return err
@@ -300,7 +505,7 @@ func (n *Node) startKubeadmKubelet() error {
 	if err != nil {
 		return err
 	}
-	_, err = n.startProcess("kubelet", filepath.Join(n.cluster.cfg.Bin, "kubelet"), append([]string{
+	_, err = n.startProcess("kubelet", filepath.Join(n.bin(), "kubelet"), append([]string{
 		"--config=/var/lib/kubelet/config.yaml",
 		"--kubeconfig=/etc/kubernetes/kubelet.conf",
 		"--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
@@ -308,16 +513,20 @@ func (n *Node) startKubeadmKubelet() error {
 	return err
 }
 
-// stopKubelet stops the node's running kubelet.
+// stopKubelet stops the node's running kubelet, and forgets it: a kubelet
+// stopped on purpose is no process that exited (Node.poll).
 func (n *Node) stopKubelet() error {
-	for _, p := range n.procs {
-		if strings.HasSuffix(p.Name, " kubelet") {
-			if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil && !process.EndedBy(err, syscall.SIGTERM) {
-				return fmt.Errorf("stopping the kubelet: %w", err)
-			}
+	var errs []error
+	n.procs = slices.DeleteFunc(n.procs, func(p *process.Process) bool {
+		if !strings.HasSuffix(p.Name, " kubelet") {
+			return false
 		}
-	}
-	return nil
+		if err := p.Stop(syscall.SIGTERM, 30*time.Second); err != nil && !process.EndedBy(err, syscall.SIGTERM) {
+			errs = append(errs, fmt.Errorf("stopping the kubelet: %w", err))
+		}
+		return true
+	})
+	return errors.Join(errs...)
 }
 
 // kubeadmFlags reads KUBELET_KUBEADM_ARGS from kubeadm's

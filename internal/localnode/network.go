@@ -51,6 +51,10 @@ func layoutAt(i int) Layout {
 // Host is the host's address on the nodes' bridge.
 func (l Layout) Host() netip.Addr { return nth(l.Nodes, 1) }
 
+// BalancerIP is the address of the load balancer in front of a control
+// plane of several nodes.
+func (l Layout) BalancerIP() netip.Addr { return nth(l.Nodes, 2) }
+
 // NodeIP is node i's address, from 0.
 func (l Layout) NodeIP(i int) netip.Addr { return nth(l.Nodes, 11+i) }
 
@@ -171,6 +175,25 @@ func addNetns(netns, veth, bridge string, ip netip.Addr, l Layout) error {
 		return fmt.Errorf("%s has a default route (%q, %v); it must have none", netns, out, err)
 	}
 	return nil
+}
+
+// cutTable is the nft table in a node's namespace that cuts it off.
+const cutTable = "turnstile-cut"
+
+// Cut cuts the node off the network, as a pulled cable would: every packet
+// in or out of its interface on the bridge is dropped, while what stays in
+// the node (its loopback, its pods) still flows. Heal ends it.
+func (n *Node) Cut() error {
+	return nft(n.Netns(), fmt.Sprintf(`table inet %s {
+	chain input { type filter hook input priority -500; policy accept; iifname "eth0" drop; }
+	chain output { type filter hook output priority -500; policy accept; oifname "eth0" drop; }
+	chain forward { type filter hook forward priority -500; policy accept; iifname "eth0" drop; oifname "eth0" drop; }
+}`, cutTable))
+}
+
+// Heal joins a node that Cut cut off to the network again.
+func (n *Node) Heal() error {
+	return run("ip", "netns", "exec", n.Netns(), "nft", "delete", "table", "inet", cutTable)
 }
 
 // addRoute routes dst via gateway, on the host (netns "") or in a node.

@@ -37,7 +37,9 @@ type Node struct {
 	PodCIDR netip.Prefix
 
 	cluster *Cluster
-	procs   []*process.Process // in start order
+	// bin, when set, replaces the cluster's Bin for this node (UseBin).
+	binDir string
+	procs  []*process.Process // in start order
 	// mountNSReady says the node's processes join its mount namespace
 	// (a kubeadm host's) as well as its network namespace.
 	mountNSReady bool
@@ -45,6 +47,17 @@ type Node struct {
 
 // Netns is the node's network namespace.
 func (n *Node) Netns() string { return fmt.Sprintf("%s%d-%s", netnsPrefix, n.cluster.id, n.Name) }
+
+// bin is the directory of the node's kubelet, kube-proxy and kubeadm.
+func (n *Node) bin() string {
+	if n.binDir != "" {
+		return n.binDir
+	}
+	return n.cluster.cfg.Bin
+}
+
+// started reports whether the node's processes run.
+func (n *Node) started() bool { return len(n.procs) > 0 }
 
 func (n *Node) veth() string        { return fmt.Sprintf("%s%d", vethPrefix(n.cluster.bridge()), n.Index) }
 func (n *Node) dir() string         { return filepath.Join(n.cluster.cfg.Dir, "nodes", n.Name) }
@@ -89,14 +102,13 @@ func (n *Node) enter() []string {
 
 // start brings the node's processes up: its runtime, kubelet, kube-proxy.
 func (n *Node) start(ctx context.Context) error {
-	c := n.cluster
 	if err := n.startRuntime(ctx, false); err != nil {
 		return err
 	}
 	if err := n.writeKubeletFiles(); err != nil {
 		return err
 	}
-	if _, err := n.startProcess("kubelet", filepath.Join(c.cfg.Bin, "kubelet"),
+	if _, err := n.startProcess("kubelet", filepath.Join(n.bin(), "kubelet"),
 		"--config="+filepath.Join(n.dir(), "kubelet.yaml"),
 		"--kubeconfig="+filepath.Join(n.dir(), kubeadmconstants.KubeletKubeConfigFileName),
 		"--hostname-override="+n.Name,
@@ -109,7 +121,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := n.writeKubeProxyFiles(); err != nil {
 		return err
 	}
-	_, err := n.startProcess("kube-proxy", filepath.Join(c.cfg.Bin, "kube-proxy"),
+	_, err := n.startProcess("kube-proxy", filepath.Join(n.bin(), "kube-proxy"),
 		"--config="+filepath.Join(n.dir(), "kube-proxy.yaml"), "--v=2")
 	return err
 }

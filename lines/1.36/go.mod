@@ -47,6 +47,7 @@ require (
 	k8s.io/cli-runtime v0.36.5
 	k8s.io/client-go v0.36.5
 	k8s.io/cloud-provider v0.36.5
+	k8s.io/cluster-bootstrap v0.0.0
 	k8s.io/component-base v0.36.5
 	k8s.io/component-helpers v0.36.5
 	k8s.io/klog/v2 v2.140.0
@@ -204,7 +205,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/code-generator v0.36.5 // indirect
 	k8s.io/controller-manager v0.36.5 // indirect
 	k8s.io/cri-api v0.36.5 // indirect

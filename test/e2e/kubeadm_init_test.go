@@ -41,7 +41,7 @@ func TestKubeadmInitForReal(t *testing.T) {
 	ctx, client, n := t.Context(), h.client, h.node
 
 	t.Run("the control plane runs as static pods, the apiserver ours", func(t *testing.T) {
-		h.waitStaticPods(t, map[string]string{"kube-apiserver": apiserverImage})
+		h.waitStaticPods(t, h.node.Name, map[string]string{"kube-apiserver": apiserverImage})
 		v, err := client.Discovery().ServerVersion()
 		if err != nil || !strings.Contains(v.GitVersion, "+turnstile.") {
 			t.Errorf("/version: %+v, %v; want Turnstile's", v, err)
@@ -60,8 +60,8 @@ func TestKubeadmInitForReal(t *testing.T) {
 	})
 
 	t.Run("DenyExecOnPrivileged against real pods", func(t *testing.T) {
-		createPrivilegedPod(ctx, t, h, "default")
-		wantExecRefused(t, h, "default")
+		createPrivilegedPod(ctx, t, &h.kubeadmClient, "default")
+		wantExecRefused(t, &h.kubeadmClient, "default")
 		// Unlike DenyEscalatingExec, it lets an exec into a host-network
 		// pod through: the etcd static pod answers.
 		etcdVersion := strings.TrimPrefix(moduleVersion(t, "go.etcd.io/etcd/server/v3"), "v")
@@ -75,7 +75,7 @@ func TestKubeadmInitForReal(t *testing.T) {
 
 // createPrivilegedPod creates the pod "privileged" in namespace, a
 // privileged busybox that sleeps, and waits for it to run.
-func createPrivilegedPod(ctx context.Context, t *testing.T, h *kubeadmHost, namespace string) {
+func createPrivilegedPod(ctx context.Context, t *testing.T, h *kubeadmClient, namespace string) {
 	t.Helper()
 	privileged := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "privileged"},
@@ -92,7 +92,7 @@ func createPrivilegedPod(ctx context.Context, t *testing.T, h *kubeadmHost, name
 
 // wantExecRefused checks that DenyExecOnPrivileged refuses an exec and an
 // attach into the pod "privileged" in namespace.
-func wantExecRefused(t *testing.T, h *kubeadmHost, namespace string) {
+func wantExecRefused(t *testing.T, h *kubeadmClient, namespace string) {
 	t.Helper()
 	want := `pods "privileged" is forbidden: cannot exec into or attach to a privileged container`
 	for _, args := range [][]string{{"exec", "privileged", "--", "true"}, {"attach", "privileged", "-i=false"}} {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
@@ -88,35 +89,35 @@ func upgradeWithPodSecurityPolicy(t *testing.T, e upgradeEnv) {
 	// The policies and grants first: until they exist the plugin refuses
 	// every pod, the control plane's mirror pods among them.
 	h.must(t, "apply", "-f", "../../examples/podsecuritypolicy/")
-	wantMirrorPodsAdmitted(t, h, map[string]string{"kube-apiserver": fromImage})
-	policies := podSecurityPolicies(t, h)
+	wantMirrorPodsAdmitted(t, &h.kubeadmClient, h.node.Name, map[string]string{"kube-apiserver": fromImage})
+	policies := podSecurityPolicies(t, &h.kubeadmClient)
 	h.must(t, "create", "namespace", "app")
 	h.must(t, "-n", "app", "create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice")
-	createWebDeployment(t, h, "app")
-	web := deploymentPods(t, h, "app")
+	createWebDeployment(t, &h.kubeadmClient, "app")
+	web := deploymentPods(t, &h.kubeadmClient, "app")
 	for _, p := range web {
 		if p.Annotations["kubernetes.io/psp"] != "restricted" {
 			t.Errorf("%s was admitted by %q, want restricted", p.Name, p.Annotations["kubernetes.io/psp"])
 		}
 	}
-	before := decideAsAlice(ctx, t, h)
+	before := decideAsAlice(ctx, t, &h.kubeadmClient)
 	wantDecisions(t, before)
 
 	upgrade(t, h, e, toImage)
 
-	wantMirrorPodsAdmitted(t, h, map[string]string{"kube-apiserver": toImage,
+	wantMirrorPodsAdmitted(t, &h.kubeadmClient, h.node.Name, map[string]string{"kube-apiserver": toImage,
 		"kube-controller-manager": "registry.k8s.io/kube-controller-manager:" + kubeadmutil.KubernetesVersionToImageTag(e.toVersion)})
-	if after := podSecurityPolicies(t, h); !reflect.DeepEqual(after, policies) {
+	if after := podSecurityPolicies(t, &h.kubeadmClient); !reflect.DeepEqual(after, policies) {
 		t.Errorf("the policies changed in the upgrade:\nbefore %v\nafter  %v", policies, after)
 	}
-	wantSamePods(t, web, deploymentPods(t, h, "app"))
-	after := decideAsAlice(ctx, t, h)
+	wantSamePods(t, web, deploymentPods(t, &h.kubeadmClient, "app"))
+	after := decideAsAlice(ctx, t, &h.kubeadmClient)
 	if !reflect.DeepEqual(after, before) {
 		t.Errorf("a user's pods are decided differently after the upgrade:\nbefore %q\nafter  %q", before, after)
 	}
 	// And for real: a new pod of alice's is admitted by restricted and
 	// runs on the new kubelet.
-	alice := impersonate(t, h, "alice")
+	alice := impersonate(t, &h.kubeadmClient, "alice")
 	created, err := alice.CoreV1().Pods("app").Create(ctx, userPod("after-upgrade", nil), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("alice's pod after the upgrade: %v", err)
@@ -133,13 +134,13 @@ func upgradeVanillaToTurnstile(t *testing.T, e upgradeEnv) {
 	vanilla := "registry.k8s.io/kube-apiserver:" + kubeadmutil.KubernetesVersionToImageTag(e.fromVersion)
 	h := newKubeadmHost(t, e.fromBin, e.images(), e.fromVersion, "", []string{"NodeRestriction"})
 	ctx := t.Context()
-	h.waitStaticPods(t, map[string]string{"kube-apiserver": vanilla})
+	h.waitStaticPods(t, h.node.Name, map[string]string{"kube-apiserver": vanilla})
 	if v, err := h.client.Discovery().ServerVersion(); err != nil || v.GitVersion != e.fromVersion {
 		t.Fatalf("/version before the upgrade: %+v, %v; want vanilla %s", v, err, e.fromVersion)
 	}
-	createWebDeployment(t, h, "default")
-	web := deploymentPods(t, h, "default")
-	createPrivilegedPod(ctx, t, h, "default")
+	createWebDeployment(t, &h.kubeadmClient, "default")
+	web := deploymentPods(t, &h.kubeadmClient, "default")
+	createPrivilegedPod(ctx, t, &h.kubeadmClient, "default")
 	if out, err := h.run("exec", "privileged", "--", "true"); err != nil {
 		t.Fatalf("vanilla refuses an exec into a privileged pod: %v\n%s", err, out)
 	}
@@ -150,9 +151,9 @@ func upgradeVanillaToTurnstile(t *testing.T, e upgradeEnv) {
 
 	upgrade(t, h, e, toImage)
 
-	h.waitStaticPods(t, map[string]string{"kube-apiserver": toImage})
-	wantSamePods(t, web, deploymentPods(t, h, "default"))
-	wantExecRefused(t, h, "default")
+	h.waitStaticPods(t, h.node.Name, map[string]string{"kube-apiserver": toImage})
+	wantSamePods(t, web, deploymentPods(t, &h.kubeadmClient, "default"))
+	wantExecRefused(t, &h.kubeadmClient, "default")
 	if out := h.must(t, "exec", "deploy/web", "--", "hostname"); !strings.HasPrefix(out, "web-") {
 		t.Errorf("exec into the Deployment's pod after the upgrade: %q", out)
 	}
@@ -167,7 +168,7 @@ func upgrade(t *testing.T, h *kubeadmHost, e upgradeEnv, toImage string) {
 	if err := h.cluster.UseBin(e.toBin); err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.node.KubeadmUpgradeApply(t.Context(), e.toVersion, toImage)
+	out, err := h.node.KubeadmUpgradeApply(t.Context(), localnode.UpgradeOptions{Version: e.toVersion, APIServerImage: toImage})
 	want := fmt.Sprintf("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to %q.", e.toVersion)
 	if err != nil || !strings.Contains(out, want) {
 		t.Fatalf("kubeadm upgrade apply %s: %v\n%s\nlogs: %s", e.toVersion, err, out, tailLogs(h.dir))
@@ -198,12 +199,12 @@ func upgrade(t *testing.T, h *kubeadmHost, e upgradeEnv, toImage string) {
 	}
 }
 
-// wantMirrorPodsAdmitted waits for the control plane's mirror pods and
+// wantMirrorPodsAdmitted waits for node's control-plane mirror pods and
 // checks that PodSecurityPolicy admitted them by the policy kube-system's
 // nodes may use.
-func wantMirrorPodsAdmitted(t *testing.T, h *kubeadmHost, images map[string]string) {
+func wantMirrorPodsAdmitted(t *testing.T, h *kubeadmClient, node string, images map[string]string) {
 	t.Helper()
-	for component, p := range h.waitStaticPods(t, images) {
+	for component, p := range h.waitStaticPods(t, node, images) {
 		if got := p.Annotations["kubernetes.io/psp"]; got != "privileged" {
 			t.Errorf("%s's mirror pod was admitted by %q, want privileged", component, got)
 		}
@@ -212,7 +213,7 @@ func wantMirrorPodsAdmitted(t *testing.T, h *kubeadmHost, images map[string]stri
 
 // podSecurityPolicies are the cluster's policies by name: each one's UID
 // and spec, which an upgrade must keep.
-func podSecurityPolicies(t *testing.T, h *kubeadmHost) map[string]string {
+func podSecurityPolicies(t *testing.T, h *kubeadmClient) map[string]string {
 	t.Helper()
 	list, err := dynamic.NewForConfigOrDie(h.config).Resource(schema.GroupVersionResource{Group: "policy", Version: "v1beta1", Resource: "podsecuritypolicies"}).
 		List(t.Context(), metav1.ListOptions{})
@@ -235,7 +236,7 @@ func podSecurityPolicies(t *testing.T, h *kubeadmHost) map[string]string {
 
 // createWebDeployment runs two agnhost netexec pods as user 1000 (the
 // restricted policy wants a non-root user), Ready once they serve.
-func createWebDeployment(t *testing.T, h *kubeadmHost, namespace string) {
+func createWebDeployment(t *testing.T, h *kubeadmClient, namespace string) {
 	t.Helper()
 	labels := map[string]string{"app": "web"}
 	pod := userPod("", nil)
@@ -278,7 +279,7 @@ func userPod(name string, change func(*corev1.PodSpec)) *corev1.Pod {
 
 // deploymentPods are the pods of the Deployment web in namespace, by name,
 // each Ready.
-func deploymentPods(t *testing.T, h *kubeadmHost, namespace string) map[string]*corev1.Pod {
+func deploymentPods(t *testing.T, h *kubeadmClient, namespace string) map[string]*corev1.Pod {
 	t.Helper()
 	h.must(t, "-n", namespace, "wait", "--for=condition=Ready", "pod", "-l", "app=web", "--timeout=3m")
 	list, err := h.client.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
@@ -313,7 +314,7 @@ func wantSamePods(t *testing.T, before, after map[string]*corev1.Pod) {
 }
 
 // impersonate is a client that acts as user, one of system:authenticated.
-func impersonate(t *testing.T, h *kubeadmHost, user string) kubernetes.Interface {
+func impersonate(t *testing.T, h *kubeadmClient, user string) kubernetes.Interface {
 	t.Helper()
 	config := rest.CopyConfig(h.config)
 	config.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
@@ -338,7 +339,7 @@ var userPodCases = []struct {
 // decideAsAlice asks, as alice and as a dry run (admission runs, nothing
 // is stored), for each of userPodCases, and returns each decision: the
 // policy that admitted the pod and what it set, or the refusal.
-func decideAsAlice(ctx context.Context, t *testing.T, h *kubeadmHost) map[string]string {
+func decideAsAlice(ctx context.Context, t *testing.T, h *kubeadmClient) map[string]string {
 	t.Helper()
 	alice := impersonate(t, h, "alice")
 	out := map[string]string{}

@@ -26,16 +26,35 @@ import (
 // plane (localnode's kubeadm host), with kubeadm's admin.conf as the
 // client. TestKubeadmInitForReal and TestKubeadmUpgradeForReal use it.
 type kubeadmHost struct {
+	kubeadmClient
 	cluster *localnode.Cluster
 	node    *localnode.Node
 	dir     string
-	// kubectl is the kubectl the test runs, main's.
+	before  map[string]string
+	removed bool
+}
+
+// kubeadmClient is a kubeadm cluster's admin.conf, for kubectl (main's)
+// and client-go.
+type kubeadmClient struct {
 	kubectl string
 	admin   string
 	config  *rest.Config
 	client  kubernetes.Interface
-	before  map[string]string
-	removed bool
+}
+
+// newKubeadmClient reads kubeadm's admin.conf.
+func newKubeadmClient(t *testing.T, admin string) kubeadmClient {
+	t.Helper()
+	kubectl, err := framework.Binary("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeadmClient{kubectl: kubectl, admin: admin, config: config, client: kubernetes.NewForConfigOrDie(config)}
 }
 
 // kubeadmHostImages are the image tarballs a kubeadm host imports: the
@@ -73,11 +92,8 @@ func imageName(t *testing.T, path string) string {
 // checks that kubeadm reset and the removal leave the host as it was.
 func newKubeadmHost(t *testing.T, bin string, images []string, version, apiserverImage string, admissionPlugins []string) *kubeadmHost {
 	t.Helper()
-	kubectl, err := framework.Binary("kubectl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &kubeadmHost{kubectl: kubectl, before: hostSnapshot(t)}
+	h := &kubeadmHost{before: hostSnapshot(t)}
+	var err error
 	// Not t.TempDir(): a subtest's name would make the kubelet's socket
 	// paths longer than a unix socket's 107 bytes.
 	if h.dir, err = os.MkdirTemp("", "kubeadm-host-"); err != nil {
@@ -99,19 +115,16 @@ func newKubeadmHost(t *testing.T, bin string, images []string, version, apiserve
 		}
 	})
 	ctx := t.Context()
-	if h.node, err = h.cluster.StartKubeadmHost(ctx); err != nil {
+	h.node = h.cluster.Nodes[0]
+	if err := h.node.StartKubeadm(ctx); err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.node.KubeadmInit(ctx, version, apiserverImage, admissionPlugins)
+	out, err := h.node.KubeadmInit(ctx, localnode.InitOptions{Version: version, APIServerImage: apiserverImage, AdmissionPlugins: admissionPlugins})
 	if err != nil || !strings.Contains(out, "Your Kubernetes control-plane has initialized successfully!") {
 		t.Fatalf("kubeadm init: %v\n%s\nlogs: %s", err, out, tailLogs(h.dir))
 	}
 	t.Logf("kubeadm init %s succeeded:\n%s", version, lastLines(out, 12))
-	h.admin = filepath.Join(h.node.KubeadmDir(), "admin.conf")
-	if h.config, err = clientcmd.BuildConfigFromFlags("", h.admin); err != nil {
-		t.Fatal(err)
-	}
-	h.client = kubernetes.NewForConfigOrDie(h.config)
+	h.kubeadmClient = newKubeadmClient(t, filepath.Join(h.node.KubeadmDir(), "admin.conf"))
 	if err := h.node.WaitNetwork(ctx, h.client); err != nil {
 		t.Fatal(err)
 	}
@@ -119,29 +132,29 @@ func newKubeadmHost(t *testing.T, bin string, images []string, version, apiserve
 }
 
 // run runs kubectl with admin.conf.
-func (h *kubeadmHost) run(args ...string) (string, error) {
+func (h *kubeadmClient) run(args ...string) (string, error) {
 	return runKubectl(h.kubectl, h.admin, args...)
 }
 
 // must runs kubectl with admin.conf and stops t when it fails.
-func (h *kubeadmHost) must(t *testing.T, args ...string) string {
+func (h *kubeadmClient) must(t *testing.T, args ...string) string {
 	t.Helper()
 	return mustRunKubectl(t, h.kubectl, h.admin, args...)
 }
 
-// waitStaticPods waits for the mirror pods of the four control-plane
+// waitStaticPods waits for the mirror pods of node's four control-plane
 // static pods to be Ready and to run the image images names for their
 // component (any image for a component it does not name), and returns
 // them by component. The kubelet creates each mirror pod once the
 // apiserver answers and admits it, which can be after kubeadm returns, and
 // its status follows the kubelet's next sync.
-func (h *kubeadmHost) waitStaticPods(t *testing.T, images map[string]string) map[string]*corev1.Pod {
+func (h *kubeadmClient) waitStaticPods(t *testing.T, node string, images map[string]string) map[string]*corev1.Pod {
 	t.Helper()
 	pods := map[string]*corev1.Pod{}
 	for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
 		var pod *corev1.Pod
 		err := wait.PollUntilContextTimeout(t.Context(), time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-			p, err := h.client.CoreV1().Pods("kube-system").Get(ctx, component+"-"+h.node.Name, metav1.GetOptions{})
+			p, err := h.client.CoreV1().Pods("kube-system").Get(ctx, component+"-"+node, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
