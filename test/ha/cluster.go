@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -478,7 +477,17 @@ func (zeroReader) Read(p []byte) (int, error) {
 // etcdClient talks to every member with kubeadm's healthcheck-client
 // certificate.
 func (c *Cluster) etcdClient() (*clientv3.Client, error) {
-	pki := filepath.Join(c.Nodes[0].root, "etc/kubernetes/pki/etcd")
+	var endpoints []string
+	for _, n := range c.Nodes {
+		endpoints = append(endpoints, n.etcdURL())
+	}
+	return EtcdClient(filepath.Join(c.Nodes[0].root, "etc/kubernetes/pki/etcd"), endpoints)
+}
+
+// EtcdClient talks to the etcd members at endpoints (https URLs) with the
+// healthcheck-client certificate of kubeadm's etcd PKI in pki (a node's
+// /etc/kubernetes/pki/etcd), as `kubeadm` itself and etcdctl would.
+func EtcdClient(pki string, endpoints []string) (*clientv3.Client, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "healthcheck-client.crt"), filepath.Join(pki, "healthcheck-client.key"))
 	if err != nil {
 		return nil, err
@@ -489,10 +498,6 @@ func (c *Cluster) etcdClient() (*clientv3.Client, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	var endpoints []string
-	for _, n := range c.Nodes {
-		endpoints = append(endpoints, n.etcdURL())
-	}
 	return clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
@@ -634,9 +639,15 @@ func copyFile(from, to string) error {
 }
 
 // History returns every version of the namespace's ConfigMaps that etcd
+// stored from revision from up to and including until (EtcdHistory).
+func (c *Cluster) History(ctx context.Context, namespace string, from, until int64) ([]Version, error) {
+	return EtcdHistory(ctx, c.etcd, namespace, from, until)
+}
+
+// EtcdHistory returns every version of the namespace's ConfigMaps that etcd
 // stored from revision from up to and including until, from etcd's own
 // history (a watch from a past revision replays it).
-func (c *Cluster) History(ctx context.Context, namespace string, from, until int64) ([]Version, error) {
+func EtcdHistory(ctx context.Context, etcd *clientv3.Client, namespace string, from, until int64) ([]Version, error) {
 	prefix := "/registry/configmaps/" + namespace + "/"
 	if from > until {
 		return nil, nil
@@ -644,7 +655,7 @@ func (c *Cluster) History(ctx context.Context, namespace string, from, until int
 	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), time.Minute)
 	defer cancel()
 	var out []Version
-	for resp := range c.etcd.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from)) {
+	for resp := range etcd.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from)) {
 		if err := resp.Err(); err != nil {
 			return nil, fmt.Errorf("reading etcd's history of %s from revision %d: %w", prefix, from, err)
 		}
@@ -672,25 +683,23 @@ func (c *Cluster) History(ctx context.Context, namespace string, from, until int
 // storageCodec decodes what the apiserver stores: protobuf for core types.
 var storageCodec = scheme.Codecs.UniversalDeserializer()
 
-// State lists the namespace's ConfigMaps through one node's apiserver.
-func (n *Node) State(ctx context.Context, namespace string) (map[string]Version, error) {
-	client, err := n.Client()
-	if err != nil {
-		return nil, err
-	}
-	list, err := client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing through %s: %w", n.Name, err)
-	}
-	out := map[string]Version{}
-	for _, cm := range list.Items {
-		rev, err := strconv.ParseInt(cm.ResourceVersion, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s through %s: resourceVersion %q: %w", cm.Name, n.Name, cm.ResourceVersion, err)
+// Readers are the nodes whose apiserver process runs.
+func (c *Cluster) Readers(context.Context) ([]Reader, error) {
+	var readers []Reader
+	for _, n := range c.Nodes {
+		if !n.APIServerRunning() {
+			continue
 		}
-		out[cm.Name] = Version{Key: cm.Name, ID: cm.Data[AttemptKey], Rev: rev}
+		client, err := n.Client()
+		if err != nil {
+			return nil, err
+		}
+		readers = append(readers, Reader{Name: n.Name, Client: client})
 	}
-	return out, nil
+	if len(readers) == 0 {
+		return nil, fmt.Errorf("no apiserver is running")
+	}
+	return readers, nil
 }
 
 // Converge waits until etcd is healthy, every running apiserver is ready,

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,7 +82,7 @@ func TestHA(t *testing.T) {
 		t.Fatal(err)
 	}
 	ledger := &Ledger{}
-	load := &Load{Client: client, Namespace: ns, Workers: 4, Pause: 25 * time.Millisecond, Ledger: ledger}
+	load := &Load{Clients: []kubernetes.Interface{client}, Namespace: ns, Workers: 4, Pause: 25 * time.Millisecond, Ledger: ledger}
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	loadDone := make(chan struct{})
 	go func() {
@@ -97,7 +95,11 @@ func TestHA(t *testing.T) {
 	}
 	t.Cleanup(stop)
 
-	rep := &report{}
+	title := t.Name()
+	if testing.Short() {
+		title += " with -short (one fault of each kind, no rollout; make test-ha runs all)"
+	}
+	rep := &Report{Title: title, Began: began}
 	faultsPassed := true
 	for _, f := range faults() {
 		ok := t.Run(f.name, func(t *testing.T) {
@@ -113,8 +115,8 @@ func TestHA(t *testing.T) {
 			converged := time.Since(healed)
 			time.Sleep(2 * time.Second) // load on the converged cluster, inside the window
 			w := ledger.Window(from, time.Now())
-			problems := checkpoint(ctx, t, c, load, ns)
-			rep.add(f.name, note, w, problems, converged)
+			problems := Checkpoint(ctx, t, c, load, ns)
+			rep.Steps = append(rep.Steps, NewStep(f.name, note, time.Since(from), w, problems, converged))
 			t.Logf("%d writes (%d acknowledged, %d refused, %d unknown), %d failed requests, errors for %.1f s, longest stall %.1f s, converged %.1f s after healing; %s",
 				w.Writes, w.Acked, w.Refused, w.Unknown, w.Failed, w.ErrorSeconds, w.StallSeconds, converged.Seconds(), note)
 			for _, e := range w.FirstErrors {
@@ -144,12 +146,15 @@ func TestHA(t *testing.T) {
 
 	stop()
 	t.Run("final ledger", func(t *testing.T) {
-		rep.problems += checkpoint(ctx, t, c, load, ns)
+		lost := Checkpoint(ctx, t, c, load, ns)
+		for _, s := range rep.Steps {
+			lost += s.Lost
+		}
 		total := ledger.Window(began, time.Now())
-		rep.total = total
+		rep.Total = NewStep("whole run", "", time.Since(began), total, lost, 0)
 		t.Logf("whole run: %d writes, %d acknowledged, %d refused (%d deliberately), %d unknown", total.Writes, total.Acked, total.Refused, total.Deliberate, total.Unknown)
 	})
-	rep.write(t, time.Since(began))
+	rep.Write(t, os.Getenv(ReportEnv))
 }
 
 func faults() []fault {
@@ -360,106 +365,4 @@ func balancedClient(t *testing.T, c *Cluster) (*Balancer, kubernetes.Interface) 
 		t.Fatal(err)
 	}
 	return lb, client
-}
-
-// checkpoint holds the load, then checks every write the ledger has not
-// checked yet against etcd's history, and the stored state through every
-// running apiserver against every write so far.
-func checkpoint(ctx context.Context, t *testing.T, c *Cluster, load *Load, ns string) (problems int) {
-	t.Helper()
-	load.Hold(func() {
-		pending, from := load.Ledger.Pending()
-		all := load.Ledger.All()
-		var reader *Node
-		for _, n := range c.Nodes {
-			if n.APIServerRunning() {
-				reader = n
-				break
-			}
-		}
-		client, err := reader.Client()
-		if err != nil {
-			t.Fatal(err)
-		}
-		marker, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "checkpoint-"}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("writing the checkpoint marker: %v", err)
-		}
-		until, err := strconv.ParseInt(marker.ResourceVersion, 10, 64)
-		if err != nil {
-			t.Fatalf("the checkpoint marker's resourceVersion %q: %v", marker.ResourceVersion, err)
-		}
-		history, err := c.History(ctx, ns, from, until)
-		if err != nil {
-			t.Fatal(err)
-		}
-		errs := CheckHistory(pending, history)
-		if applied, unknown := UnknownApplied(pending, history); unknown > 0 {
-			t.Logf("ledger: of %d writes with an unknown outcome, %d were applied", unknown, applied)
-		}
-		for _, n := range c.Nodes {
-			if !n.APIServerRunning() {
-				continue
-			}
-			state, err := n.State(ctx, ns)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range CheckState(all, state) {
-				errs = append(errs, fmt.Errorf("through %s: %w", n.Name, e))
-			}
-		}
-		for _, e := range errs {
-			t.Error(e)
-		}
-		problems = len(errs)
-		if len(errs) == 0 {
-			t.Logf("ledger: %d writes checked against %d stored versions (revisions %d to %d) and through every apiserver", len(pending), len(history), from, until)
-		}
-		load.Ledger.MarkChecked(len(pending))
-	})
-	return problems
-}
-
-// report is the run's figures, for docs/reliability.md.
-type report struct {
-	rows     []string
-	total    Window
-	problems int
-}
-
-// add records a fault's row; problems is how many ledger checks failed
-// (lost, stale or refused-but-stored writes).
-func (r *report) add(name, note string, w Window, problems int, converged time.Duration) {
-	r.problems += problems
-	r.rows = append(r.rows, fmt.Sprintf("| %s | %d | %d | %d (%d) | %d | %d | %d | %.1f | %.1f | %.1f | %s |",
-		name, w.Writes, w.Acked, w.Refused, w.Deliberate, w.Unknown, problems, w.Failed, w.ErrorSeconds, w.StallSeconds, converged.Seconds(), note))
-}
-
-func (r *report) write(t *testing.T, took time.Duration) {
-	var b strings.Builder
-	short := ""
-	if testing.Short() {
-		short = " with -short (one fault of each kind, no rollout; make test-ha runs all)"
-	}
-	fmt.Fprintf(&b, "Run of %s, %s%s, in %s.\n\n", time.Now().UTC().Format(time.RFC3339), t.Name(), short, took.Round(time.Second))
-	b.WriteString("| Fault | Writes | Acknowledged | Refused (deliberate) | Unknown | Ledger errors | Failed requests | Error window (s) | Longest stall (s) | Converged after (s) | What happened |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for _, row := range r.rows {
-		b.WriteString(row + "\n")
-	}
-	fmt.Fprintf(&b, "\nWhole run: %d writes, %d acknowledged, %d refused (%d of them deliberately stale updates), %d unknown; %d ledger errors (acknowledged writes lost or stale, refused writes stored).\n",
-		r.total.Writes, r.total.Acked, r.total.Refused, r.total.Deliberate, r.total.Unknown, r.problems)
-	if t.Failed() {
-		b.WriteString("\nTHE RUN FAILED: see the test log.\n")
-	}
-	t.Log("\n" + b.String())
-	if path := os.Getenv(ReportEnv); path != "" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Error(err)
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
 }

@@ -125,11 +125,16 @@ type Window struct {
 	// first of them to the end of the last, zero when none failed.
 	Failed       int
 	ErrorSeconds float64
+	// OutageSeconds is the longest stretch in which failing requests
+	// overlap: one incident, where the error window spans them all.
+	OutageSeconds float64
 	// StallSeconds is the longest time in the window in which no write was
 	// acknowledged: requests that hang fail nothing until they time out,
 	// but the load sees them.
 	StallSeconds float64
-	FirstErrors  []string
+	// FirstErrors are the first failures, each with when it was sent
+	// (from the window's start) and how long it took to fail.
+	FirstErrors []string
 }
 
 // Window summarises the requests sent in [from, to).
@@ -138,16 +143,18 @@ func (l *Ledger) Window(from, to time.Time) Window {
 	defer l.mu.Unlock()
 	var w Window
 	var first, last time.Time
+	var failures []span
 	fail := func(s span, msg string) {
 		w.Failed++
+		failures = append(failures, s)
 		if first.IsZero() || s.from.Before(first) {
 			first = s.from
 		}
 		if s.to.After(last) {
 			last = s.to
 		}
-		if len(w.FirstErrors) < 5 && msg != "" {
-			w.FirstErrors = append(w.FirstErrors, msg)
+		if len(w.FirstErrors) < 10 && msg != "" {
+			w.FirstErrors = append(w.FirstErrors, fmt.Sprintf("at +%.1f s, for %.1f s: %s", s.from.Sub(from).Seconds(), s.to.Sub(s.from).Seconds(), msg))
 		}
 	}
 	var acked []time.Time
@@ -181,6 +188,7 @@ func (l *Ledger) Window(from, to time.Time) Window {
 	}
 	if w.Failed > 0 {
 		w.ErrorSeconds = last.Sub(first).Seconds()
+		w.OutageSeconds = longestOverlap(failures)
 	}
 	slices.SortFunc(acked, time.Time.Compare)
 	prev := from
@@ -189,6 +197,23 @@ func (l *Ledger) Window(from, to time.Time) Window {
 		prev = t
 	}
 	return w
+}
+
+// longestOverlap is the longest stretch of time that overlapping spans
+// cover.
+func longestOverlap(spans []span) float64 {
+	slices.SortFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })
+	var longest float64
+	var cur span
+	for i, s := range spans {
+		if i == 0 || s.from.After(cur.to) {
+			cur = s
+		} else if s.to.After(cur.to) {
+			cur.to = s.to
+		}
+		longest = max(longest, cur.to.Sub(cur.from).Seconds())
+	}
+	return longest
 }
 
 // Version is one stored version of an object, from etcd's history.
@@ -314,13 +339,15 @@ func CheckState(attempts []Attempt, objects map[string]Version) []error {
 	return errs
 }
 
-// Load writes ConfigMaps in one namespace through one client (the
-// balancer) from several workers, each owning its keys, and records every
+// Load writes ConfigMaps in one namespace through its clients from
+// several workers, each owning its keys, and records every
 // attempt in a Ledger. Workers create keys, update them with the
 // resourceVersion they last saw, and now and then send an update with a
 // stale resourceVersion that the server must refuse.
 type Load struct {
-	Client    kubernetes.Interface
+	// Clients are the load's clients; worker w sends through
+	// Clients[w % len(Clients)].
+	Clients   []kubernetes.Interface
 	Namespace string
 	Workers   int
 	// Pause is each worker's pause between writes.
@@ -363,6 +390,8 @@ type key struct {
 	old  string // an earlier resourceVersion, for deliberate conflicts
 }
 
+func (l *Load) client(w int) kubernetes.Interface { return l.Clients[w%len(l.Clients)] }
+
 func (l *Load) worker(ctx context.Context, w int) {
 	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 	var keys []*key
@@ -382,7 +411,7 @@ func (l *Load) step(ctx context.Context, rng *rand.Rand, keys []*key, w int, cre
 		k := &key{name: fmt.Sprintf("w%d-%d", w, *created)}
 		*created++
 		a := l.attempt(k.name, "create")
-		obj, err := l.Client.CoreV1().ConfigMaps(l.Namespace).Create(ctx, l.configMap(k.name, a.ID, ""), metav1.CreateOptions{})
+		obj, err := l.client(w).CoreV1().ConfigMaps(l.Namespace).Create(ctx, l.configMap(k.name, a.ID, ""), metav1.CreateOptions{})
 		l.finish(a, obj, err)
 		switch a.Outcome {
 		case Acked:
@@ -396,7 +425,7 @@ func (l *Load) step(ctx context.Context, rng *rand.Rand, keys []*key, w int, cre
 	i := rng.IntN(len(keys))
 	k := keys[i]
 	if k.rv == "" {
-		switch l.refresh(ctx, k) {
+		switch l.refresh(ctx, w, k) {
 		case gone:
 			return slices.Delete(keys, i, i+1)
 		case unread:
@@ -408,7 +437,7 @@ func (l *Load) step(ctx context.Context, rng *rand.Rand, keys []*key, w int, cre
 	if k.old != "" && rng.IntN(10) == 0 {
 		a.Deliberate, rv = true, k.old
 	}
-	obj, err := l.Client.CoreV1().ConfigMaps(l.Namespace).Update(ctx, l.configMap(k.name, a.ID, rv), metav1.UpdateOptions{})
+	obj, err := l.client(w).CoreV1().ConfigMaps(l.Namespace).Update(ctx, l.configMap(k.name, a.ID, rv), metav1.UpdateOptions{})
 	l.finish(a, obj, err)
 	switch a.Outcome {
 	case Acked:
@@ -428,9 +457,9 @@ const (
 )
 
 // refresh reads a key whose last write had an unknown outcome.
-func (l *Load) refresh(ctx context.Context, k *key) refreshed {
+func (l *Load) refresh(ctx context.Context, w int, k *key) refreshed {
 	began := time.Now()
-	obj, err := l.Client.CoreV1().ConfigMaps(l.Namespace).Get(ctx, k.name, metav1.GetOptions{})
+	obj, err := l.client(w).CoreV1().ConfigMaps(l.Namespace).Get(ctx, k.name, metav1.GetOptions{})
 	switch {
 	case ctx.Err() != nil:
 		return unread

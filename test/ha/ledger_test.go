@@ -147,11 +147,38 @@ func TestWindow(t *testing.T) {
 	if w.ErrorSeconds != 4.5 { // from a2 sent at 1 s to a4 answered at 5.5 s
 		t.Errorf("error window %.2f s, want 4.5", w.ErrorSeconds)
 	}
+	if w.OutageSeconds != 3 { // a2 from 1 s to 4 s holds the read inside it; a4 is apart
+		t.Errorf("longest outage %.2f s, want 3", w.OutageSeconds)
+	}
 	if d := w.StallSeconds - 6.1; d > 1e-9 || d < -1e-9 { // from a1 at 0.1 s to a5 at 6.2 s
 		t.Errorf("longest stall %.2f s, want 6.1", w.StallSeconds)
 	}
 	if quiet := l.Window(at(7), at(10)); quiet.Failed != 0 || quiet.ErrorSeconds != 0 || quiet.StallSeconds != 3 {
 		t.Errorf("a window without requests: %+v", quiet)
+	}
+}
+
+func TestLongestOverlap(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, tc := range []struct {
+		spans [][2]float64
+		want  float64
+	}{
+		{nil, 0},
+		{[][2]float64{{1, 2}}, 1},
+		{[][2]float64{{5, 6}, {1, 3}, {2, 4}}, 3},    // 1-3 and 2-4 overlap, unsorted
+		{[][2]float64{{1, 10}, {2, 3}, {11, 12}}, 9}, // one inside another
+		{[][2]float64{{1, 2}, {2, 3}, {3.5, 4}}, 2},  // touching spans join
+		{[][2]float64{{0, 1}, {4, 9}, {5, 6}, {8, 9.5}}, 5.5},
+	} {
+		var spans []span
+		for _, s := range tc.spans {
+			spans = append(spans, span{at(s[0]), at(s[1])})
+		}
+		if got := longestOverlap(spans); got != tc.want {
+			t.Errorf("longestOverlap(%v) = %.2f, want %.2f", tc.spans, got, tc.want)
+		}
 	}
 }
 
