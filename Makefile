@@ -97,7 +97,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -478,17 +478,34 @@ control-plane-images: $(addprefix $(BIN)/,kube-apiserver-upstream kube-controlle
 # the old one.
 UPGRADE_FROM ?= $(firstword $(OLDER_LINES))
 UPGRADE_FROM_OUT = _output/lines/$(UPGRADE_FROM)
-test-upgrade: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) node-deps control-plane-images image ## kubeadm upgrade apply for real, as root: Turnstile with PodSecurityPolicy, and vanilla, from the older line (v1.36.5) to Turnstile v1.37.2; and make run's state across the two.
-	if [[ $$(id -u) -ne 0 ]]; then echo "test-upgrade: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
-	[[ "$(LINE)" == "$(MAIN_LINE)" && -n "$(UPGRADE_FROM)" ]] || { echo "test-upgrade: upgrades from an older line (lines/supported: '$(OLDER_LINES)') to main's ($(MAIN_LINE)); LINE=$(LINE)" >&2; exit 2; }
+# What the upgrade tests start from and go to: the older line's kubeadm,
+# kubelet, kube-proxy, images (and local-up and kubectl, for make run's
+# state across lines), and main's.
+.PHONY: upgrade-from
+upgrade-from: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm local-up) node-deps control-plane-images image
+	[[ "$(LINE)" == "$(MAIN_LINE)" && -n "$(UPGRADE_FROM)" ]] || { echo "$(MAKECMDGOALS): upgrades from an older line (lines/supported: '$(OLDER_LINES)') to main's ($(MAIN_LINE)); LINE=$(LINE)" >&2; exit 2; }
 	$(MAKE) --no-print-directory LINE=$(UPGRADE_FROM) image control-plane-images $(addprefix $(UPGRADE_FROM_OUT)/bin/,kubeadm kubelet kube-proxy local-up kubectl)
-	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
+UPGRADE_ENV = TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
 	TURNSTILE_UPGRADE_FROM_VERSION=$$(hack/line.sh version $(UPGRADE_FROM)) \
 	TURNSTILE_UPGRADE_FROM_BIN=$(CURDIR)/$(UPGRADE_FROM_OUT)/bin \
 	TURNSTILE_UPGRADE_FROM_IMAGES=$(CURDIR)/$(UPGRADE_FROM_OUT)/images/node \
-	TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(UPGRADE_FROM_OUT)/images/kube-apiserver-*.tar | head -1) \
-		$(GO) test -count=1 -timeout 40m -v -run '^Test(KubeadmUpgradeForReal|LocalUpAcrossLines)$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+	TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(UPGRADE_FROM_OUT)/images/kube-apiserver-*.tar | head -1)
+
+test-upgrade: upgrade-from ## kubeadm upgrade apply for real, as root: Turnstile with PodSecurityPolicy, and vanilla, from the older line (v1.36.5) to Turnstile v1.37.2; and make run's state across the two.
+	if [[ $$(id -u) -ne 0 ]]; then echo "test-upgrade: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
+	$(UPGRADE_ENV) $(GO) test -count=1 -timeout 40m -v -run '^Test(KubeadmUpgradeForReal|LocalUpAcrossLines)$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+
+# The production shape (docs/kubeadm.md#high-availability): three kubeadm
+# control-plane nodes and a worker behind Debian's haproxy, on containerd
+# 2, upgraded from the older line one node at a time under load, with
+# faults and a failed upgrade; the report in _output/ha-kubeadm.
+test-ha-kubeadm: upgrade-from containerd ## Three kubeadm control-plane nodes and a worker behind haproxy, as root: init, joins, faults, a rolling upgrade from v1.36.5 with a failed step, under load; report in _output/ha-kubeadm.
+	if [[ $$(id -u) -ne 0 ]]; then echo "test-ha-kubeadm: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
+	hack/install-package.sh haproxy haproxy
+	$(UPGRADE_ENV) TURNSTILE_HA_KUBEADM=1 TURNSTILE_CONTAINERD=$(CURDIR)/$(CONTAINERD_DIR) TURNSTILE_HA_KUBEADM_REPORT=$(CURDIR)/$(OUT)/ha-kubeadm/report.md \
+		$(GO) test -count=1 -timeout 75m -v -run '^TestHAKubeadm$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+	@echo "test-ha-kubeadm: $$(head -1 $(OUT)/ha-kubeadm/report.md) The report: $(OUT)/ha-kubeadm/report.md and report.json" >&2
 # <<< upgrade
 
 # What test-ha runs: three kubeadm nodes, each an etcd member and an apiserver.

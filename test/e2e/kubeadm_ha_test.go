@@ -1,0 +1,981 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/component-base/version"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+	"github.com/turnstile-k8s/turnstile/test/ha"
+)
+
+// HAKubeadmEnv must be set for TestHAKubeadm to run; `make test-ha-kubeadm`
+// sets it, with the older line's binaries and images (as for make
+// test-upgrade), containerd 2 and the report's path.
+const (
+	HAKubeadmEnv       = "TURNSTILE_HA_KUBEADM"
+	haKubeadmReportEnv = "TURNSTILE_HA_KUBEADM_REPORT"
+	haContainerdEnv    = "TURNSTILE_CONTAINERD"
+)
+
+// The production shape, as kubeadm's HA guide builds it and an operator
+// upgrades it: three control-plane nodes with stacked etcd behind haproxy
+// (localnode's Balancer), made with `kubeadm init --control-plane-endpoint
+// --upload-certs` and `kubeadm join --control-plane`, and a worker; the
+// older line's Turnstile (v1.36.5) in every kube-apiserver static pod, with
+// PodSecurityPolicy enforcing examples/podsecuritypolicy. A write load
+// through the balancer, whose every acknowledged write the ledger of
+// test/ha checks against etcd's history, and a stream of pod creates that
+// PodSecurityPolicy decides, run for the whole test. Under them: a
+// control-plane node cut off for 30 s, a node's apiserver manifest removed
+// and restored, then the rolling upgrade to main's line (v1.37.2) — `kubeadm
+// upgrade apply` on node1, `kubeadm upgrade node` on the others, each node
+// drained, its kubelet replaced and restarted, uncordoned, the worker last
+// — with, on node2, first an upgrade whose new apiserver refuses its
+// admission configuration, which kubeadm must roll back by itself while
+// the two other nodes serve. Each step is measured and checked by the
+// ledger; the report goes to _output/ha-kubeadm/report.md and report.json.
+// `sudo make test-ha-kubeadm` runs it.
+func TestHAKubeadm(t *testing.T) {
+	if os.Getenv(HAKubeadmEnv) == "" || os.Geteuid() != 0 {
+		t.Skipf("needs root, the older line's binaries and images and several minutes; `sudo make test-ha-kubeadm` runs it (%s=1)", HAKubeadmEnv)
+	}
+	e := upgradeEnv{
+		fromVersion:      os.Getenv("TURNSTILE_UPGRADE_FROM_VERSION"),
+		fromBin:          os.Getenv("TURNSTILE_UPGRADE_FROM_BIN"),
+		fromImages:       os.Getenv("TURNSTILE_UPGRADE_FROM_IMAGES"),
+		fromAPIServerTar: os.Getenv("TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE"),
+		toImages:         os.Getenv("TURNSTILE_NODE_IMAGES"),
+		toAPIServerTar:   os.Getenv("TURNSTILE_APISERVER_IMAGE"),
+		toVersion:        version.Get().GitVersion,
+	}
+	kubeadm, err := framework.Binary("kubeadm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.toBin = filepath.Dir(kubeadm)
+	began := time.Now()
+	c := startHAKubeadm(t, e, os.Getenv(haContainerdEnv))
+	t.Logf("three control-plane nodes and a worker, %s, Ready behind %s after %s", e.fromVersion, c.lb.Endpoint(), time.Since(began).Round(time.Second))
+	ctx := t.Context()
+
+	// What must survive the run: the policies, the DaemonSet's pods
+	// (drain leaves them, and a kubelet's restart must not restart
+	// them), and how alice's pods are decided.
+	c.must(t, "create", "namespace", "app")
+	c.must(t, "-n", "app", "create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice")
+	policies := podSecurityPolicies(t, &c.kubeadmClient)
+	keepers := c.createWorkloads(t, "app")
+	decisions := decideAsAlice(ctx, t, &c.kubeadmClient)
+	wantDecisions(t, decisions)
+
+	// The load, for the whole run.
+	const ledgerNS, streamNS = "ha-ledger", "psp-stream"
+	c.must(t, "create", "namespace", ledgerNS)
+	c.must(t, "create", "namespace", streamNS)
+	c.must(t, "-n", streamNS, "create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice")
+	ledger := &ha.Ledger{}
+	var clients []kubernetes.Interface
+	for range 4 {
+		clients = append(clients, c.loadClient(t, nil))
+	}
+	load := &ha.Load{Clients: clients, Namespace: ledgerNS, Workers: 4, Pause: 50 * time.Millisecond, Ledger: ledger}
+	stream := &podStream{client: c.loadClient(t, &rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:authenticated"}}), namespace: streamNS}
+	loadCtx, stopLoad := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	running.Go(func() { load.Run(loadCtx) })
+	running.Go(func() { stream.run(loadCtx) })
+	stop := sync.OnceFunc(func() { stopLoad(); running.Wait() })
+	t.Cleanup(stop)
+
+	rep := &ha.Report{Title: fmt.Sprintf("%s: three kubeadm control-plane nodes and a worker behind haproxy, %s to %s", t.Name(), e.fromVersion, e.toVersion), Began: began}
+	passed := true
+	for _, s := range c.steps(e) {
+		if !passed {
+			break // the cluster is in no state for the next step
+		}
+		passed = t.Run(s.name, func(t *testing.T) {
+			from := time.Now()
+			what := s.run(t)
+			took := time.Since(from)
+			healed := time.Now()
+			if err := c.converge(ctx, 3*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			converged := time.Since(healed)
+			time.Sleep(2 * time.Second) // load on the converged cluster, inside the window
+			w, pods := ledger.Window(from, time.Now()), stream.window(from, time.Now())
+			step := ha.NewStep(s.name, what, took, w, ha.Checkpoint(ctx, t, c, load, ledgerNS), converged)
+			step.Pods, step.Versions = pods, c.versions(ctx, t)
+			rep.Steps = append(rep.Steps, step)
+			t.Logf("%s in %.0f s: %d writes (%d acknowledged, %d unknown), %d failed requests, errors for %.1f s (longest outage %.1f s), longest stall %.1f s, converged %.1f s after; pod creates %+v; %s",
+				s.name, took.Seconds(), w.Writes, w.Acked, w.Unknown, w.Failed, w.ErrorSeconds, w.OutageSeconds, w.StallSeconds, converged.Seconds(), *pods, what)
+			for _, v := range step.Versions {
+				t.Logf("  %s", v)
+			}
+			for _, e := range w.FirstErrors {
+				t.Logf("  failed: %s", e)
+			}
+			if w.Acked == 0 {
+				t.Errorf("no write was acknowledged during the step: the load is not running")
+			}
+			if pods.Wrong > 0 {
+				t.Errorf("PodSecurityPolicy decided %d pod creates otherwise than before the run: %v", pods.Wrong, stream.wrong(from))
+			}
+			if s.maxOutage > 0 && w.OutageSeconds > s.maxOutage.Seconds() {
+				t.Errorf("requests through the balancer failed for %.1f s in a row, more than %s (%s)", w.OutageSeconds, s.maxOutage, s.outageBound)
+			}
+		})
+	}
+
+	stop()
+	t.Run("after the run", func(t *testing.T) {
+		lost := ha.Checkpoint(ctx, t, c, load, ledgerNS)
+		for _, s := range rep.Steps {
+			lost += s.Lost
+		}
+		rep.Total = ha.NewStep("whole run", "", time.Since(began), ledger.Window(began, time.Now()), lost, 0)
+		rep.Total.Pods = stream.window(began, time.Now())
+		if lost > 0 {
+			t.Errorf("%d ledger errors over the run", lost)
+		}
+		if !passed {
+			t.Skip("a step failed: the cluster is not upgraded")
+		}
+		for _, v := range c.versions(ctx, t) {
+			if slices.Contains(c.cp, c.node(v.Node)) && !strings.HasPrefix(v.APIServer, e.toVersion+"+turnstile.") {
+				t.Errorf("%s's apiserver is %q after the upgrade, want Turnstile's %s", v.Node, v.APIServer, e.toVersion)
+			}
+			if v.Kubelet != e.toVersion {
+				t.Errorf("%s's kubelet is %q after the upgrade, want %s", v.Node, v.Kubelet, e.toVersion)
+			}
+		}
+		if after := podSecurityPolicies(t, &c.kubeadmClient); !reflect.DeepEqual(after, policies) {
+			t.Errorf("the policies changed in the upgrade:\nbefore %v\nafter  %v", policies, after)
+		}
+		wantSamePods(t, keepers, c.daemonSetPods(t, "app"))
+		c.must(t, "-n", "app", "wait", "--for=condition=Available", "deployment/web", "--timeout=2m")
+		if after := decideAsAlice(ctx, t, &c.kubeadmClient); !reflect.DeepEqual(after, decisions) {
+			t.Errorf("alice's pods are decided differently after the upgrade:\nbefore %q\nafter  %q", decisions, after)
+		}
+	})
+	rep.Write(t, os.Getenv(haKubeadmReportEnv))
+}
+
+// haKubeadm is the running cluster: kubeadmClient is admin.conf, whose
+// server is the balancer.
+type haKubeadm struct {
+	kubeadmClient
+	cluster *localnode.Cluster
+	lb      *localnode.Balancer
+	cp      []*localnode.Node // node1, node2, node3
+	worker  *localnode.Node
+	etcd    *clientv3.Client
+	// The kube-apiserver images of the two lines.
+	fromImage, toImage string
+}
+
+// startHAKubeadm makes the cluster with the older line's kubeadm, kubelet
+// and images, as kubeadm's HA guide says: haproxy first, `kubeadm init
+// --control-plane-endpoint --upload-certs` on node1, the example policies
+// (until they exist PodSecurityPolicy admits no pod, the control plane's
+// mirror pods among them), `kubeadm join --control-plane` on node2 and
+// node3, `kubeadm join` on the worker. Whatever fails, everything is
+// removed when the test ends, and the host is checked to be as it was.
+func startHAKubeadm(t *testing.T, e upgradeEnv, containerd string) *haKubeadm {
+	t.Helper()
+	before := hostSnapshot(t)
+	// Not t.TempDir(): the kubelet's socket paths must stay short.
+	dir, err := os.MkdirTemp("", "ha-kubeadm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	layout, err := localnode.ChooseLayout(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := localnode.Prepare(localnode.Config{Dir: dir, Bin: e.fromBin, Images: e.images(), Containerd: containerd, Nodes: 4, Layout: layout,
+		Progress: func(format string, args ...any) { t.Logf(format, args...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &haKubeadm{cluster: cluster, cp: cluster.Nodes[:3], worker: cluster.Nodes[3],
+		fromImage: imageName(t, e.fromAPIServerTar), toImage: imageName(t, e.toAPIServerTar)}
+	t.Cleanup(func() {
+		if c.etcd != nil {
+			c.etcd.Close()
+		}
+		if err := cluster.Stop(); err != nil {
+			t.Errorf("stopping the nodes: %v", err)
+		}
+		if err := cluster.Remove(); err != nil {
+			t.Errorf("removing the nodes: %v", err)
+		}
+		if left := localnode.Leftovers(os.Getpid(), dir); len(left) > 0 {
+			t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))
+		}
+		compareHost(t, before, hostSnapshot(t))
+	})
+	if c.lb, err = cluster.StartBalancer(c.cp); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, n := range cluster.Nodes {
+		if err := n.StartKubeadm(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secrets, err := localnode.NewJoinSecrets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.cp[0]
+	out, err := first.KubeadmInit(ctx, localnode.InitOptions{Version: e.fromVersion, APIServerImage: c.fromImage,
+		AdmissionPlugins: []string{"NodeRestriction", "PodSecurityPolicy"}, ControlPlaneEndpoint: c.lb.Endpoint(), Join: secrets})
+	if err != nil || !strings.Contains(out, "You can now join any number of control-plane nodes") {
+		t.Fatalf("kubeadm init: %v\n%s", err, out)
+	}
+	t.Logf("kubeadm init on %s:\n%s", first.Name, lastLines(out, 14))
+	c.kubeadmClient = newKubeadmClient(t, filepath.Join(first.KubeadmDir(), "admin.conf"))
+	if c.config.Host != "https://"+c.lb.Endpoint() {
+		t.Fatalf("admin.conf's server is %s, want the balancer, https://%s", c.config.Host, c.lb.Endpoint())
+	}
+	c.must(t, "apply", "-f", "../../examples/podsecuritypolicy/")
+	if err := first.WaitNetwork(ctx, c.client); err != nil {
+		t.Fatal(err)
+	}
+	hash, err := first.CACertHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cluster.Nodes[1:] {
+		controlPlane := n != c.worker
+		out, err := n.KubeadmJoin(ctx, localnode.JoinOptions{Endpoint: c.lb.Endpoint(), Secrets: *secrets, CACertHash: hash,
+			ControlPlane: controlPlane, APIServerImage: c.fromImage})
+		if err != nil || !strings.Contains(out, "This node has joined the cluster") {
+			t.Fatalf("kubeadm join on %s: %v\n%s", n.Name, err, out)
+		}
+		t.Logf("kubeadm join%s on %s:\n%s", map[bool]string{true: " --control-plane"}[controlPlane], n.Name, lastLines(out, 6))
+		if err := n.WaitNetwork(ctx, c.client); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cluster.RoutePods(); err != nil {
+		t.Fatal(err)
+	}
+	var endpoints []string
+	for _, n := range c.cp {
+		endpoints = append(endpoints, "https://"+net.JoinHostPort(n.IP.String(), "2379"))
+	}
+	if c.etcd, err = ha.EtcdClient(filepath.Join(first.KubeadmDir(), "pki", "etcd"), endpoints); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.cp {
+		wantMirrorPodsAdmitted(t, &c.kubeadmClient, n.Name, map[string]string{"kube-apiserver": c.fromImage})
+	}
+	if err := c.converge(ctx, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// node is the cluster's node named name.
+func (c *haKubeadm) node(name string) *localnode.Node {
+	for _, n := range c.cluster.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// direct is admin.conf's configuration for n's own apiserver, not the
+// balancer.
+func (c *haKubeadm) direct(n *localnode.Node) *rest.Config {
+	config := rest.CopyConfig(c.config)
+	config.Host = "https://" + net.JoinHostPort(n.IP.String(), "6443")
+	config.Timeout = 10 * time.Second
+	config.WarningHandler = rest.NoWarnings{}
+	return config
+}
+
+// loadClient is a client of the load's, through the balancer, on a
+// connection of its own (client-go shares one connection among clients of
+// the same configuration, and haproxy sends each connection to one
+// apiserver): each one is a client of the cluster as a kubelet or a
+// controller is. A request still unanswered after 15 s counts as failed,
+// with an unknown outcome, rather than blocking its worker.
+func (c *haKubeadm) loadClient(t *testing.T, as *rest.ImpersonationConfig) kubernetes.Interface {
+	t.Helper()
+	config := rest.CopyConfig(c.config)
+	config.QPS, config.Burst, config.Timeout = 500, 1000, 15*time.Second
+	config.WarningHandler = rest.NoWarnings{}
+	config.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if as != nil {
+		config.Impersonate = *as
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// History reads etcd's history (test/ha's Target).
+func (c *haKubeadm) History(ctx context.Context, namespace string, from, until int64) ([]ha.Version, error) {
+	return ha.EtcdHistory(ctx, c.etcd, namespace, from, until)
+}
+
+// Readers are the control-plane nodes whose apiserver is ready, each read
+// directly.
+func (c *haKubeadm) Readers(ctx context.Context) ([]ha.Reader, error) {
+	var readers []ha.Reader
+	for _, n := range c.cp {
+		client, err := kubernetes.NewForConfig(c.direct(n))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err == nil {
+			readers = append(readers, ha.Reader{Name: n.Name, Client: client})
+		}
+	}
+	if len(readers) == 0 {
+		return nil, errors.New("no control-plane node's apiserver is ready")
+	}
+	return readers, nil
+}
+
+// converge waits until the cluster is whole again: etcd has three started
+// members that agree on a leader, every control-plane node's apiserver is
+// ready and haproxy has it up, checked on /healthz, the kubernetes
+// Service's endpoints are the three nodes, and every node is Ready.
+func (c *haKubeadm) converge(ctx context.Context, timeout time.Duration) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		last = c.converged(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the cluster did not converge in %s: %v", timeout, last)
+	}
+	return nil
+}
+
+func (c *haKubeadm) converged(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	members, err := c.etcd.MemberList(ctx)
+	if err != nil {
+		return fmt.Errorf("etcd's members: %w", err)
+	}
+	if len(members.Members) != len(c.cp) {
+		return fmt.Errorf("etcd has %d members, want %d", len(members.Members), len(c.cp))
+	}
+	var leader uint64
+	for _, m := range members.Members {
+		if m.Name == "" || len(m.ClientURLs) == 0 {
+			return fmt.Errorf("etcd member %x has not started", m.ID)
+		}
+		status, err := c.etcd.Status(ctx, m.ClientURLs[0])
+		if err != nil {
+			return fmt.Errorf("etcd member %s: %w", m.Name, err)
+		}
+		if status.Leader == 0 || (leader != 0 && status.Leader != leader) {
+			return fmt.Errorf("etcd member %s follows %x, another %x", m.Name, status.Leader, leader)
+		}
+		leader = status.Leader
+	}
+	servers, err := c.lb.Servers()
+	if err != nil {
+		return fmt.Errorf("haproxy's stats: %w", err)
+	}
+	for _, n := range c.cp {
+		client, err := kubernetes.NewForConfig(c.direct(n))
+		if err != nil {
+			return err
+		}
+		if body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+			return fmt.Errorf("%s's apiserver /readyz: %v: %s", n.Name, err, body)
+		}
+		if s := servers[n.Name]; s.Status != "UP" || s.Check != "L7OK" {
+			return fmt.Errorf("haproxy has %s %s (last check %s)", n.Name, s.Status, s.Check)
+		}
+	}
+	eps, err := c.client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
+	if err != nil {
+		return err
+	}
+	got := map[string]bool{}
+	for _, s := range eps.Items {
+		for _, e := range s.Endpoints {
+			for _, a := range e.Addresses {
+				got[a] = true
+			}
+		}
+	}
+	want := map[string]bool{}
+	for _, n := range c.cp {
+		want[n.IP.String()] = true
+	}
+	if !maps.Equal(got, want) {
+		return fmt.Errorf("the kubernetes Service's endpoints are %v, want the three control-plane nodes", got)
+	}
+	nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes.Items {
+		if !nodeReady(&n) {
+			return fmt.Errorf("node %s is not Ready", n.Name)
+		}
+	}
+	if len(nodes.Items) != len(c.cluster.Nodes) {
+		return fmt.Errorf("%d nodes, want %d", len(nodes.Items), len(c.cluster.Nodes))
+	}
+	return nil
+}
+
+// versions is what each node runs: its apiserver's /version, asked
+// directly, and the etcd image its static pod manifest names (control-plane
+// nodes), and its kubelet's version as the node reports it.
+func (c *haKubeadm) versions(ctx context.Context, t *testing.T) []ha.NodeVersions {
+	t.Helper()
+	var out []ha.NodeVersions
+	for _, n := range c.cluster.Nodes {
+		v := ha.NodeVersions{Node: n.Name}
+		node, err := c.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("node %s: %v", n.Name, err)
+		} else {
+			v.Kubelet = node.Status.NodeInfo.KubeletVersion
+		}
+		if n != c.worker {
+			client, err := kubernetes.NewForConfig(c.direct(n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info, err := client.Discovery().ServerVersion(); err != nil {
+				v.APIServer = "unavailable (" + err.Error() + ")"
+			} else {
+				v.APIServer = info.GitVersion
+			}
+			v.Etcd = manifestImageTag(t, n, "etcd")
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// manifestImageTag is the tag of the image that n's static pod manifest
+// of component names.
+func manifestImageTag(t *testing.T, n *localnode.Node, component string) string {
+	t.Helper()
+	image := manifestImage(t, n, component)
+	return image[strings.LastIndex(image, ":")+1:]
+}
+
+// createWorkloads runs, in namespace, a DaemonSet of agnhost on every node
+// (drain leaves its pods, so they must live through the whole run) and a
+// Deployment of three with a PodDisruptionBudget (drain moves its pods,
+// one at a time), both as user 1000, which the restricted policy admits;
+// it returns the DaemonSet's pods.
+func (c *haKubeadm) createWorkloads(t *testing.T, namespace string) map[string]*corev1.Pod {
+	t.Helper()
+	spec := userPod("", nil).Spec
+	spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/hostname", Port: intstr.FromInt32(8080)}}}
+	template := func(app string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"labels": map[string]string{"app": app}}, "spec": spec}
+	}
+	selector := func(app string) map[string]any { return map[string]any{"matchLabels": map[string]string{"app": app}} }
+	objects := []map[string]any{
+		{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": "keeper", "namespace": namespace},
+			"spec": map[string]any{"selector": selector("keeper"), "template": template("keeper")}},
+		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": namespace},
+			"spec": map[string]any{"replicas": 3, "selector": selector("web"), "template": template("web")}},
+		{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": map[string]any{"name": "web", "namespace": namespace},
+			"spec": map[string]any{"maxUnavailable": 1, "selector": selector("web")}},
+	}
+	var manifest []string
+	for _, o := range objects {
+		data, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest = append(manifest, string(data))
+	}
+	file := filepath.Join(t.TempDir(), "workloads.yaml")
+	if err := os.WriteFile(file, []byte(strings.Join(manifest, "---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.must(t, "apply", "-f", file)
+	c.must(t, "-n", namespace, "rollout", "status", "daemonset/keeper", "--timeout=3m")
+	c.must(t, "-n", namespace, "wait", "--for=condition=Available", "deployment/web", "--timeout=3m")
+	pods := c.daemonSetPods(t, namespace)
+	if len(pods) != len(c.cluster.Nodes) {
+		t.Fatalf("the DaemonSet runs %d pods, want one on each of %d nodes", len(pods), len(c.cluster.Nodes))
+	}
+	for _, p := range pods {
+		if p.Annotations["kubernetes.io/psp"] != "restricted" {
+			t.Errorf("%s was admitted by %q, want restricted", p.Name, p.Annotations["kubernetes.io/psp"])
+		}
+	}
+	return pods
+}
+
+// daemonSetPods are the keeper DaemonSet's pods in namespace, by name,
+// each Ready.
+func (c *haKubeadm) daemonSetPods(t *testing.T, namespace string) map[string]*corev1.Pod {
+	t.Helper()
+	c.must(t, "-n", namespace, "wait", "--for=condition=Ready", "pod", "-l", "app=keeper", "--timeout=3m")
+	list, err := c.client.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app=keeper"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*corev1.Pod{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+// haStep is one step of the run: run does it and says what happened.
+// maxOutage, when set, bounds the longest stretch of failing requests
+// during it, for the reason outageBound gives.
+type haStep struct {
+	name        string
+	run         func(t *testing.T) string
+	maxOutage   time.Duration
+	outageBound string
+}
+
+// etcdHealthcheckTimeout is how long an apiserver's /healthz waits for its
+// etcd (--etcd-healthcheck-timeout, 2 s by default): a check of haproxy's
+// on a server whose etcd is gone takes that long to fail.
+const etcdHealthcheckTimeout = 2 * time.Second
+
+// upgradeTimeout is how long kubeadm waits for each new static pod before
+// it rolls a node back (its UpgradeConfiguration's
+// timeouts.upgradeManifests; kubeadm's default is 5 minutes, which the
+// failed upgrade would wait out whole).
+const upgradeTimeout = 150 * time.Second
+
+func (c *haKubeadm) steps(e upgradeEnv) []haStep {
+	node1, node2, node3 := c.cp[0], c.cp[1], c.cp[2]
+	// The longest a server whose etcd is gone stays in haproxy's rotation.
+	down := localnode.BalancerCheckInterval + localnode.BalancerFall*(localnode.BalancerCheckInterval+etcdHealthcheckTimeout)
+	return []haStep{
+		{name: "steady state", run: func(t *testing.T) string {
+			time.Sleep(10 * time.Second)
+			return "no fault: the baseline"
+		}},
+		{name: "node2's network cut for 30 s", run: func(t *testing.T) string {
+			return c.cutNetwork(t, node2, 30*time.Second)
+		}},
+		{name: "node3's apiserver manifest removed and restored", run: func(t *testing.T) string {
+			return c.removeManifest(t, node3)
+		}},
+		{name: "upgrade node1: kubeadm upgrade apply", run: func(t *testing.T) string {
+			return c.upgradeNode(t, e, node1, true)
+		}},
+		{name: "node2: kubeadm upgrade node fails, rolled back", run: func(t *testing.T) string {
+			return c.failedUpgrade(t, e, node2)
+		}, maxOutage: down,
+			outageBound: fmt.Sprintf("haproxy checks a server at most %s after it fails and takes it out, closing its connections, after %d failed checks %s apart, each failing within the apiserver's etcd health-check timeout, %s",
+				localnode.BalancerCheckInterval, localnode.BalancerFall, localnode.BalancerCheckInterval, etcdHealthcheckTimeout)},
+		{name: "upgrade node2: kubeadm upgrade node", run: func(t *testing.T) string {
+			return c.upgradeNode(t, e, node2, false)
+		}},
+		{name: "upgrade node3: kubeadm upgrade node", run: func(t *testing.T) string {
+			return c.upgradeNode(t, e, node3, false)
+		}},
+		{name: "upgrade the worker: kubeadm upgrade node", run: func(t *testing.T) string {
+			return c.upgradeNode(t, e, c.worker, false)
+		}},
+	}
+}
+
+// cutNetwork cuts n off for d and says how the rest of the cluster saw it.
+func (c *haKubeadm) cutNetwork(t *testing.T, n *localnode.Node, d time.Duration) string {
+	t.Helper()
+	if err := n.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	healed := false
+	defer func() {
+		if !healed {
+			_ = n.Heal()
+		}
+	}()
+	out := c.waitServer(t, n, "DOWN", d)
+	var members []string
+	for _, m := range c.cp {
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		if _, err := c.etcd.Status(ctx, "https://"+net.JoinHostPort(m.IP.String(), "2379")); err == nil {
+			members = append(members, m.Name)
+		}
+		cancel()
+	}
+	time.Sleep(time.Until(cut.Add(d)))
+	if err := n.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	healed = true
+	if slices.Contains(members, n.Name) {
+		t.Errorf("%s's etcd member answered while the node was cut off", n.Name)
+	}
+	return fmt.Sprintf("%s cut off for %s: haproxy marked it down %s, etcd answered on %s only", n.Name, d, out, strings.Join(members, " and "))
+}
+
+// waitServer waits up to timeout for haproxy to say status of n's
+// apiserver, and says how long that took.
+func (c *haKubeadm) waitServer(t *testing.T, n *localnode.Node, status string, timeout time.Duration) string {
+	t.Helper()
+	began := time.Now()
+	var last localnode.ServerState
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		servers, err := c.lb.Servers()
+		if err != nil {
+			return false, nil
+		}
+		last = servers[n.Name]
+		return last.Status == status, nil
+	})
+	if err != nil {
+		t.Fatalf("haproxy did not mark %s %s within %s (it says %+v)", n.Name, status, timeout, last)
+	}
+	return fmt.Sprintf("after %.1f s", time.Since(began).Seconds())
+}
+
+// removeManifest moves n's kube-apiserver manifest out of the static pod
+// directory until the kubelet has stopped the apiserver and haproxy has
+// taken it out, then moves it back, as an operator editing it elsewhere
+// does, and waits for the apiserver to serve again.
+func (c *haKubeadm) removeManifest(t *testing.T, n *localnode.Node) string {
+	t.Helper()
+	manifest := filepath.Join(n.KubeadmDir(), "manifests", "kube-apiserver.yaml")
+	aside := filepath.Join(n.KubeadmDir(), "kube-apiserver.yaml.aside")
+	if err := os.Rename(manifest, aside); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	defer func() {
+		if !restored {
+			_ = os.Rename(aside, manifest)
+		}
+	}()
+	stopped := c.waitServer(t, n, "DOWN", 2*time.Minute)
+	if err := os.Rename(aside, manifest); err != nil {
+		t.Fatal(err)
+	}
+	restored = true
+	back := time.Now()
+	c.waitServer(t, n, "UP", 3*time.Minute)
+	return fmt.Sprintf("%s's kube-apiserver.yaml moved out: the kubelet stopped it and haproxy marked it down %s; moved back: up again after %.1f s",
+		n.Name, stopped, time.Since(back).Seconds())
+}
+
+// upgradeNode upgrades n as kubeadm's upgrade guide says: `kubeadm upgrade
+// apply` (first) or `kubeadm upgrade node` with the new kubeadm, then
+// drain, the new kubelet, uncordon.
+func (c *haKubeadm) upgradeNode(t *testing.T, e upgradeEnv, n *localnode.Node, first bool) string {
+	t.Helper()
+	ctx := t.Context()
+	if err := n.UseBin(e.toBin); err != nil {
+		t.Fatal(err)
+	}
+	opts := localnode.UpgradeOptions{Version: e.toVersion, APIServerImage: c.toImage, Timeout: upgradeTimeout}
+	began := time.Now()
+	command := "kubeadm upgrade node"
+	want := []string{"[upgrade/kubelet-config] The kubelet configuration for this node was successfully upgraded!"}
+	var out string
+	var err error
+	switch {
+	case first:
+		command, want = "kubeadm upgrade apply", []string{fmt.Sprintf("[upgrade] SUCCESS! A control plane node of your cluster was upgraded to %q.", e.toVersion)}
+		out, err = n.KubeadmUpgradeApply(ctx, opts)
+	case n != c.worker:
+		want = append(want, "[upgrade/control-plane] The control plane instance for this node was successfully upgraded!")
+		fallthrough
+	default:
+		out, err = n.KubeadmUpgradeNode(ctx, opts)
+	}
+	for _, w := range want {
+		if err != nil || !strings.Contains(out, w) {
+			t.Fatalf("%s on %s: %v, want %q in its output:\n%s", command, n.Name, err, w, out)
+		}
+	}
+	upgraded := time.Since(began)
+	t.Logf("%s on %s in %.0f s:\n%s", command, n.Name, upgraded.Seconds(), lastLines(out, 6))
+	drained := time.Now()
+	c.must(t, "drain", n.Name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5m")
+	drainTook := time.Since(drained)
+	if err := n.RestartKubelet(); err != nil {
+		t.Fatal(err)
+	}
+	kubelet := ""
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		node, err := c.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		kubelet = node.Status.NodeInfo.KubeletVersion
+		return kubelet == e.toVersion && nodeReady(node), nil
+	})
+	if err != nil {
+		t.Fatalf("%s's kubelet is %q, not Ready as %s, 2 minutes after its restart", n.Name, kubelet, e.toVersion)
+	}
+	c.must(t, "uncordon", n.Name)
+	if n != c.worker {
+		wantMirrorPodsAdmitted(t, &c.kubeadmClient, n.Name, map[string]string{"kube-apiserver": c.toImage})
+	}
+	return fmt.Sprintf("%s on %s took %.0f s, drain %.0f s; kubelet %s restarted, node uncordoned", command, n.Name, upgraded.Seconds(), drainTook.Seconds(), e.toVersion)
+}
+
+// badAdmissionConfig is an admission configuration Turnstile refuses: a
+// misspelt field of PodSecurityPolicy's configuration, which the strict
+// loader names and stops on.
+const badAdmissionConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurityPolicy
+  configuration:
+    apiVersion: podsecuritypolicy.admission.turnstile.dev/v1alpha1
+    kind: PodSecurityPolicyConfiguration
+    mdoe: enforce
+`
+
+// failedUpgrade runs `kubeadm upgrade node` on n with a patch that gives
+// the new apiserver that admission configuration (in /etc/kubernetes/pki,
+// which kubeadm mounts into it): the new apiserver exits at once, again
+// and again, and its mirror pod never shows the new manifest, so kubeadm
+// waits out its timeout and moves the old manifest back. The node must
+// then serve its old version, and the patch is removed for the corrected
+// upgrade.
+func (c *haKubeadm) failedUpgrade(t *testing.T, e upgradeEnv, n *localnode.Node) string {
+	t.Helper()
+	ctx := t.Context()
+	if err := n.UseBin(e.toBin); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(n.KubeadmDir(), "pki", "turnstile-bad-admission.yaml")
+	patch := filepath.Join(n.PatchesDir(), "kube-apiserver+json.json")
+	files := map[string]string{
+		config: badAdmissionConfig,
+		patch:  `[{"op": "add", "path": "/spec/containers/0/command/-", "value": "--admission-control-config-file=/etc/kubernetes/pki/turnstile-bad-admission.yaml"}]`,
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for path := range files {
+			if err := os.Remove(path); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	// The new apiserver's containers come and go (and their logs with
+	// them once kubeadm rolls back): watch them for the refusal while
+	// kubeadm runs.
+	refused := make(chan string, 1)
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	go func() {
+		line := ""
+		for line == "" && watchCtx.Err() == nil {
+			line = containerLogLine(n, "kube-apiserver", "mdoe")
+			time.Sleep(500 * time.Millisecond)
+		}
+		refused <- line
+	}()
+	began := time.Now()
+	out, err := n.KubeadmUpgradeNode(ctx, localnode.UpgradeOptions{APIServerImage: c.toImage, Timeout: upgradeTimeout})
+	took := time.Since(began)
+	stopWatching()
+	refusal := <-refused
+	const rolledBack = "couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state"
+	if err == nil || !strings.Contains(out, rolledBack) {
+		t.Fatalf("kubeadm upgrade node with an admission configuration the new apiserver refuses: %v, want kubeadm's rollback (%q)\n%s", err, rolledBack, out)
+	}
+	t.Logf("kubeadm upgrade node on %s failed after %.0f s, as it should:\n%s", n.Name, took.Seconds(), lastLines(out, 6))
+	if refusal == "" {
+		t.Errorf("no kube-apiserver container log of %s names the misspelt field", n.Name)
+	}
+	if got := manifestImage(t, n, "kube-apiserver"); got != c.fromImage {
+		t.Errorf("%s's kube-apiserver manifest runs %s after the rollback, want the old %s", n.Name, got, c.fromImage)
+	}
+	c.waitServer(t, n, "UP", 3*time.Minute)
+	client, err := kubernetes.NewForConfig(c.direct(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := client.Discovery().ServerVersion()
+	if err != nil || !strings.HasPrefix(v.GitVersion, e.fromVersion+"+turnstile.") {
+		t.Fatalf("%s's apiserver after the rollback: %+v, %v; want the old Turnstile %s", n.Name, v, err, e.fromVersion)
+	}
+	return fmt.Sprintf("kubeadm upgrade node failed after %.0f s and rolled the apiserver back; the new apiserver said %q; %s serves %s again",
+		took.Seconds(), refusal, n.Name, v.GitVersion)
+}
+
+// manifestImage is the image n's static pod manifest of component names.
+func manifestImage(t *testing.T, n *localnode.Node, component string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(n.KubeadmDir(), "manifests", component+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := yaml.Unmarshal(data, &pod); err != nil || len(pod.Spec.Containers) == 0 {
+		t.Fatalf("%s's %s manifest: %v", n.Name, component, err)
+	}
+	return pod.Spec.Containers[0].Image
+}
+
+// containerLogLine is the last line holding text in the logs the kubelet
+// of n keeps of component's containers (its podLogsDir), from the error a
+// component's command line prints (klog's err="..."), or "".
+func containerLogLine(n *localnode.Node, component, text string) string {
+	logs, _ := filepath.Glob(filepath.Join(n.KubeletDir(), "pod-logs", "kube-system_"+component+"-"+n.Name+"_*", component, "*.log"))
+	found := ""
+	for _, log := range logs {
+		data, err := os.ReadFile(log)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, text) {
+				_, found, _ = strings.Cut(line, "err=")
+				if unquoted, err := strconv.Unquote(found); err == nil {
+					found = unquoted
+				}
+			}
+		}
+	}
+	return found
+}
+
+// podStream creates pods as a user, one every 200 ms, alternately plain
+// ones, which the restricted policy admits, and privileged ones, which
+// PodSecurityPolicy refuses; each admitted pod, which no node may run
+// (its node selector matches none), is deleted at once. Each create's
+// decision is recorded with its time.
+type podStream struct {
+	client    kubernetes.Interface
+	namespace string
+
+	mu      sync.Mutex
+	creates []podCreate
+}
+
+type podCreate struct {
+	when, done time.Time
+	// outcome is expected, wrong or failed (no decision).
+	outcome string
+	what    string
+}
+
+func (s *podStream) run(ctx context.Context) {
+	for i := 0; ctx.Err() == nil; i++ {
+		s.create(ctx, i)
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (s *podStream) create(ctx context.Context, i int) {
+	privileged := i%2 == 1
+	p := userPod(fmt.Sprintf("stream-%d", i), func(spec *corev1.PodSpec) {
+		spec.NodeSelector = map[string]string{"turnstile.test/no-node": "true"}
+		if privileged {
+			spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
+		}
+	})
+	when := time.Now()
+	created, err := s.client.CoreV1().Pods(s.namespace).Create(ctx, p, metav1.CreateOptions{})
+	if ctx.Err() != nil {
+		return // cut short by the end of the run
+	}
+	c := podCreate{when: when, done: time.Now(), outcome: "expected"}
+	switch {
+	case err == nil:
+		if privileged || created.Annotations["kubernetes.io/psp"] != "restricted" {
+			c.outcome, c.what = "wrong", fmt.Sprintf("%s (privileged %t) admitted by %q", p.Name, privileged, created.Annotations["kubernetes.io/psp"])
+		}
+		_ = s.client.CoreV1().Pods(s.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "PodSecurityPolicy: unable to admit pod"):
+		if !privileged {
+			c.outcome, c.what = "wrong", fmt.Sprintf("%s (privileged %t) refused: %v", p.Name, privileged, err)
+		}
+	default:
+		// No decision of PodSecurityPolicy's: the request failed before
+		// or after it (LimitRanger, for one, answers 403 when its live
+		// lookup of the namespace's LimitRanges times out).
+		c.outcome, c.what = "failed", fmt.Sprintf("%s: %v", p.Name, err)
+	}
+	s.mu.Lock()
+	s.creates = append(s.creates, c)
+	s.mu.Unlock()
+}
+
+// window counts the creates sent in [from, to).
+func (s *podStream) window(from, to time.Time) *ha.PodCreates {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &ha.PodCreates{}
+	for _, c := range s.creates {
+		if c.when.Before(from) || !c.when.Before(to) {
+			continue
+		}
+		w.Sent++
+		switch c.outcome {
+		case "expected":
+			w.AsExpected++
+		case "wrong":
+			w.Wrong++
+		default:
+			w.Failed++
+		}
+	}
+	return w
+}
+
+// wrong lists the wrong decisions of creates sent since from.
+func (s *podStream) wrong(from time.Time) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, c := range s.creates {
+		if c.outcome == "wrong" && !c.when.Before(from) {
+			out = append(out, c.what)
+		}
+	}
+	return out
+}
