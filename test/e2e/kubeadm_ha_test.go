@@ -24,12 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/component-base/version"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
-	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 	"github.com/turnstile-k8s/turnstile/test/ha"
 )
 
@@ -55,29 +53,18 @@ const (
 // and restored, then the rolling upgrade to main's line (v1.37.2) — `kubeadm
 // upgrade apply` on node1, `kubeadm upgrade node` on the others, each node
 // drained, its kubelet replaced and restarted, uncordoned, the worker last
-// — with, on node2, first an upgrade whose new apiserver refuses its
-// admission configuration, which kubeadm must roll back by itself while
-// the two other nodes serve. Each step is measured and checked by the
-// ledger; the report goes to _output/ha-kubeadm/report.md and report.json.
+// — where the first attempt on node1 and on node2 gives the new apiserver
+// an admission configuration it refuses, which kubeadm must roll back by
+// itself while the two other nodes serve. Each step is measured and
+// checked by the ledger; the report goes to _output/ha-kubeadm/report.md
+// and report.json.
 // `sudo make test-ha-kubeadm` runs it.
 func TestHAKubeadm(t *testing.T) {
-	if os.Getenv(HAKubeadmEnv) == "" || os.Geteuid() != 0 {
-		t.Skipf("needs root, the older line's binaries and images and several minutes; `sudo make test-ha-kubeadm` runs it (%s=1)", HAKubeadmEnv)
+	skip := fmt.Sprintf("needs root, the older line's binaries and images and several minutes; `sudo make test-ha-kubeadm` runs it (%s=1)", HAKubeadmEnv)
+	if os.Getenv(HAKubeadmEnv) == "" {
+		t.Skip(skip)
 	}
-	e := upgradeEnv{
-		fromVersion:      os.Getenv("TURNSTILE_UPGRADE_FROM_VERSION"),
-		fromBin:          os.Getenv("TURNSTILE_UPGRADE_FROM_BIN"),
-		fromImages:       os.Getenv("TURNSTILE_UPGRADE_FROM_IMAGES"),
-		fromAPIServerTar: os.Getenv("TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE"),
-		toImages:         os.Getenv("TURNSTILE_NODE_IMAGES"),
-		toAPIServerTar:   os.Getenv("TURNSTILE_APISERVER_IMAGE"),
-		toVersion:        version.Get().GitVersion,
-	}
-	kubeadm, err := framework.Binary("kubeadm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.toBin = filepath.Dir(kubeadm)
+	e := upgradeEnvironment(t, skip)
 	began := time.Now()
 	c := startHAKubeadm(t, e, os.Getenv(haContainerdEnv))
 	t.Logf("three control-plane nodes and a worker, %s, Ready behind %s after %s", e.fromVersion, c.lb.Endpoint(), time.Since(began).Round(time.Second))
@@ -90,6 +77,7 @@ func TestHAKubeadm(t *testing.T) {
 	c.must(t, "-n", "app", "create", "rolebinding", "alice-edit", "--clusterrole=edit", "--user=alice")
 	policies := podSecurityPolicies(t, &c.kubeadmClient)
 	keepers := c.createWorkloads(t, "app")
+	c.wantNothingLeaves(t, keepers)
 	decisions := decideAsAlice(ctx, t, &c.kubeadmClient)
 	wantDecisions(t, decisions)
 
@@ -177,7 +165,7 @@ func TestHAKubeadm(t *testing.T) {
 		if after := podSecurityPolicies(t, &c.kubeadmClient); !reflect.DeepEqual(after, policies) {
 			t.Errorf("the policies changed in the upgrade:\nbefore %v\nafter  %v", policies, after)
 		}
-		wantSamePods(t, keepers, c.daemonSetPods(t, "app"))
+		wantSamePods(t, keepers, readyPods(t, &c.kubeadmClient, "app", "keeper"))
 		c.must(t, "-n", "app", "wait", "--for=condition=Available", "deployment/web", "--timeout=2m")
 		if after := decideAsAlice(ctx, t, &c.kubeadmClient); !reflect.DeepEqual(after, decisions) {
 			t.Errorf("alice's pods are decided differently after the upgrade:\nbefore %q\nafter  %q", decisions, after)
@@ -535,7 +523,7 @@ func (c *haKubeadm) createWorkloads(t *testing.T, namespace string) map[string]*
 	c.must(t, "apply", "-f", file)
 	c.must(t, "-n", namespace, "rollout", "status", "daemonset/keeper", "--timeout=3m")
 	c.must(t, "-n", namespace, "wait", "--for=condition=Available", "deployment/web", "--timeout=3m")
-	pods := c.daemonSetPods(t, namespace)
+	pods := readyPods(t, &c.kubeadmClient, namespace, "keeper")
 	if len(pods) != len(c.cluster.Nodes) {
 		t.Fatalf("the DaemonSet runs %d pods, want one on each of %d nodes", len(pods), len(c.cluster.Nodes))
 	}
@@ -547,20 +535,20 @@ func (c *haKubeadm) createWorkloads(t *testing.T, namespace string) map[string]*
 	return pods
 }
 
-// daemonSetPods are the keeper DaemonSet's pods in namespace, by name,
-// each Ready.
-func (c *haKubeadm) daemonSetPods(t *testing.T, namespace string) map[string]*corev1.Pod {
+// wantNothingLeaves checks the guard from a pod on every node:
+// 198.51.100.1 (TEST-NET-2) stands for any address outside the machine,
+// which no node routes and the guard drops.
+func (c *haKubeadm) wantNothingLeaves(t *testing.T, pods map[string]*corev1.Pod) {
 	t.Helper()
-	c.must(t, "-n", namespace, "wait", "--for=condition=Ready", "pod", "-l", "app=keeper", "--timeout=3m")
-	list, err := c.client.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app=keeper"})
-	if err != nil {
-		t.Fatal(err)
+	for _, p := range pods {
+		out, err := c.run("-n", p.Namespace, "exec", p.Name, "--", "/agnhost", "connect", "--timeout=3s", "198.51.100.1:80")
+		switch {
+		case err == nil:
+			t.Errorf("a pod on %s reached 198.51.100.1:\n%s", p.Spec.NodeName, out)
+		case !strings.Contains(out, "TIMEOUT") && !strings.Contains(out, "network is unreachable"):
+			t.Errorf("agnhost connect from a pod on %s did not say how 198.51.100.1 was unreachable: %v\n%s", p.Spec.NodeName, err, out)
+		}
 	}
-	out := map[string]*corev1.Pod{}
-	for i := range list.Items {
-		out[list.Items[i].Name] = &list.Items[i]
-	}
-	return out
 }
 
 // haStep is one step of the run: run does it and says what happened.
@@ -588,6 +576,8 @@ func (c *haKubeadm) steps(e upgradeEnv) []haStep {
 	node1, node2, node3 := c.cp[0], c.cp[1], c.cp[2]
 	// The longest a server whose etcd is gone stays in haproxy's rotation.
 	down := localnode.BalancerCheckInterval + localnode.BalancerFall*(localnode.BalancerCheckInterval+etcdHealthcheckTimeout)
+	downBound := fmt.Sprintf("haproxy checks a server at most %s after it fails and takes it out, closing its connections, after %d failed checks %s apart, each failing within the apiserver's etcd health-check timeout, %s",
+		localnode.BalancerCheckInterval, localnode.BalancerFall, localnode.BalancerCheckInterval, etcdHealthcheckTimeout)
 	return []haStep{
 		{name: "steady state", run: func(t *testing.T) string {
 			time.Sleep(10 * time.Second)
@@ -599,14 +589,15 @@ func (c *haKubeadm) steps(e upgradeEnv) []haStep {
 		{name: "node3's apiserver manifest removed and restored", run: func(t *testing.T) string {
 			return c.removeManifest(t, node3)
 		}},
+		{name: "node1: kubeadm upgrade apply fails, rolled back", run: func(t *testing.T) string {
+			return c.failedUpgrade(t, e, node1, true)
+		}, maxOutage: down, outageBound: downBound},
 		{name: "upgrade node1: kubeadm upgrade apply", run: func(t *testing.T) string {
 			return c.upgradeNode(t, e, node1, true)
 		}},
 		{name: "node2: kubeadm upgrade node fails, rolled back", run: func(t *testing.T) string {
-			return c.failedUpgrade(t, e, node2)
-		}, maxOutage: down,
-			outageBound: fmt.Sprintf("haproxy checks a server at most %s after it fails and takes it out, closing its connections, after %d failed checks %s apart, each failing within the apiserver's etcd health-check timeout, %s",
-				localnode.BalancerCheckInterval, localnode.BalancerFall, localnode.BalancerCheckInterval, etcdHealthcheckTimeout)},
+			return c.failedUpgrade(t, e, node2, false)
+		}, maxOutage: down, outageBound: downBound},
 		{name: "upgrade node2: kubeadm upgrade node", run: func(t *testing.T) string {
 			return c.upgradeNode(t, e, node2, false)
 		}},
@@ -770,19 +761,15 @@ plugins:
     mdoe: enforce
 `
 
-// failedUpgrade runs `kubeadm upgrade node` on n with a patch that gives
-// the new apiserver that admission configuration (in /etc/kubernetes/pki,
-// which kubeadm mounts into it): the new apiserver exits at once, again
-// and again, and its mirror pod never shows the new manifest, so kubeadm
-// waits out its timeout and moves the old manifest back. The node must
-// then serve its old version, and the patch is removed for the corrected
-// upgrade.
-func (c *haKubeadm) failedUpgrade(t *testing.T, e upgradeEnv, n *localnode.Node) string {
+// refusedUpgrade runs kubeadm (upgrade, given n's UpgradeOptions) on n
+// with a patch that gives the new apiserver that admission configuration
+// (in /etc/kubernetes/pki, which kubeadm mounts into it): the new
+// apiserver exits at once, again and again. It returns kubeadm's output
+// and error, how long it ran, and the error the new apiserver printed. The
+// patch is removed again, for the corrected upgrade.
+func (c *haKubeadm) refusedUpgrade(t *testing.T, n *localnode.Node, upgrade func(context.Context, localnode.UpgradeOptions) (string, error), opts localnode.UpgradeOptions) (out string, err error, took time.Duration, refusal string) {
 	t.Helper()
 	ctx := t.Context()
-	if err := n.UseBin(e.toBin); err != nil {
-		t.Fatal(err)
-	}
 	config := filepath.Join(n.KubeadmDir(), "pki", "turnstile-bad-admission.yaml")
 	patch := filepath.Join(n.PatchesDir(), "kube-apiserver+json.json")
 	files := map[string]string{
@@ -815,18 +802,40 @@ func (c *haKubeadm) failedUpgrade(t *testing.T, e upgradeEnv, n *localnode.Node)
 		refused <- line
 	}()
 	began := time.Now()
-	out, err := n.KubeadmUpgradeNode(ctx, localnode.UpgradeOptions{APIServerImage: c.toImage, Timeout: upgradeTimeout})
-	took := time.Since(began)
+	out, err = upgrade(ctx, opts)
+	took = time.Since(began)
 	stopWatching()
-	refusal := <-refused
-	const rolledBack = "couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state"
-	if err == nil || !strings.Contains(out, rolledBack) {
-		t.Fatalf("kubeadm upgrade node with an admission configuration the new apiserver refuses: %v, want kubeadm's rollback (%q)\n%s", err, rolledBack, out)
-	}
-	t.Logf("kubeadm upgrade node on %s failed after %.0f s, as it should:\n%s", n.Name, took.Seconds(), lastLines(out, 6))
+	refusal = <-refused
 	if refusal == "" {
 		t.Errorf("no kube-apiserver container log of %s names the misspelt field", n.Name)
 	}
+	return out, err, took, refusal
+}
+
+// failedUpgrade is `kubeadm upgrade apply` (first) or `kubeadm upgrade
+// node` on n with the new apiserver refusing its configuration. Every
+// control-plane node's kubelet talks to its own apiserver (kubeadm init
+// and join write its kubeconfig so), so the mirror pod never shows the new
+// manifest: kubeadm
+// waits out its timeout, moves the old manifests back but etcd's, and
+// fails. The node must then serve its old version again; until its kubelet
+// reaches it, the node is NotReady, and kubeadm's preflight refuses to
+// run again (the step's convergence waits for it).
+func (c *haKubeadm) failedUpgrade(t *testing.T, e upgradeEnv, n *localnode.Node, first bool) string {
+	t.Helper()
+	if err := n.UseBin(e.toBin); err != nil {
+		t.Fatal(err)
+	}
+	command, upgrade := "kubeadm upgrade node", n.KubeadmUpgradeNode
+	if first {
+		command, upgrade = "kubeadm upgrade apply", n.KubeadmUpgradeApply
+	}
+	out, err, took, refusal := c.refusedUpgrade(t, n, upgrade, localnode.UpgradeOptions{Version: e.toVersion, APIServerImage: c.toImage, Timeout: upgradeTimeout})
+	const rolledBack = "couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state"
+	if err == nil || !strings.Contains(out, rolledBack) {
+		t.Fatalf("%s with an admission configuration the new apiserver refuses: %v, want kubeadm's rollback (%q)\n%s", command, err, rolledBack, out)
+	}
+	t.Logf("%s on %s failed after %.0f s, as it should:\n%s", command, n.Name, took.Seconds(), lastLines(out, 4))
 	if got := manifestImage(t, n, "kube-apiserver"); got != c.fromImage {
 		t.Errorf("%s's kube-apiserver manifest runs %s after the rollback, want the old %s", n.Name, got, c.fromImage)
 	}
@@ -839,8 +848,8 @@ func (c *haKubeadm) failedUpgrade(t *testing.T, e upgradeEnv, n *localnode.Node)
 	if err != nil || !strings.HasPrefix(v.GitVersion, e.fromVersion+"+turnstile.") {
 		t.Fatalf("%s's apiserver after the rollback: %+v, %v; want the old Turnstile %s", n.Name, v, err, e.fromVersion)
 	}
-	return fmt.Sprintf("kubeadm upgrade node failed after %.0f s and rolled the apiserver back; the new apiserver said %q; %s serves %s again",
-		took.Seconds(), refusal, n.Name, v.GitVersion)
+	return fmt.Sprintf("%s failed after %.0f s and rolled the apiserver back; the new apiserver said %q; %s serves %s again, with etcd %s",
+		command, took.Seconds(), refusal, n.Name, v.GitVersion, manifestImageTag(t, n, "etcd"))
 }
 
 // manifestImage is the image n's static pod manifest of component names.

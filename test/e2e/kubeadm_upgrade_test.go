@@ -37,6 +37,32 @@ type upgradeEnv struct {
 	toVersion, toBin, toImages, toAPIServerTar         string
 }
 
+// upgradeEnvironment is the upgradeEnv make's UPGRADE_ENV describes; the
+// test is skipped, saying skip, unless it is whole and the test runs as
+// root.
+func upgradeEnvironment(t *testing.T, skip string) upgradeEnv {
+	t.Helper()
+	e := upgradeEnv{
+		fromVersion:      os.Getenv("TURNSTILE_UPGRADE_FROM_VERSION"),
+		fromBin:          os.Getenv("TURNSTILE_UPGRADE_FROM_BIN"),
+		fromImages:       os.Getenv("TURNSTILE_UPGRADE_FROM_IMAGES"),
+		fromAPIServerTar: os.Getenv("TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE"),
+		toImages:         os.Getenv("TURNSTILE_NODE_IMAGES"),
+		toAPIServerTar:   os.Getenv("TURNSTILE_APISERVER_IMAGE"),
+		// The e2e binaries are stamped as upstream's, so this is main's release.
+		toVersion: version.Get().GitVersion,
+	}
+	if e.fromVersion == "" || e.fromBin == "" || e.fromImages == "" || e.fromAPIServerTar == "" || e.toImages == "" || e.toAPIServerTar == "" || os.Geteuid() != 0 {
+		t.Skip(skip)
+	}
+	kubeadm, err := framework.Binary("kubeadm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.toBin = filepath.Dir(kubeadm)
+	return e
+}
+
 // images are the tarballs the node imports: the node images, both lines'
 // control-plane images and both Turnstile images, as an operator loads
 // the new release's images before upgrading.
@@ -58,24 +84,7 @@ func (e upgradeEnv) images() []string {
 // Kubernetes to Turnstile, a user adopting Turnstile at an upgrade, with a
 // restored plugin added to kubeadm's ClusterConfiguration before it.
 func TestKubeadmUpgradeForReal(t *testing.T) {
-	e := upgradeEnv{
-		fromVersion:      os.Getenv("TURNSTILE_UPGRADE_FROM_VERSION"),
-		fromBin:          os.Getenv("TURNSTILE_UPGRADE_FROM_BIN"),
-		fromImages:       os.Getenv("TURNSTILE_UPGRADE_FROM_IMAGES"),
-		fromAPIServerTar: os.Getenv("TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE"),
-		toImages:         os.Getenv("TURNSTILE_NODE_IMAGES"),
-		toAPIServerTar:   os.Getenv("TURNSTILE_APISERVER_IMAGE"),
-		// The e2e binaries are stamped as upstream's, so this is main's release.
-		toVersion: version.Get().GitVersion,
-	}
-	if e.fromVersion == "" || e.fromBin == "" || e.fromImages == "" || e.fromAPIServerTar == "" || e.toImages == "" || e.toAPIServerTar == "" || os.Geteuid() != 0 {
-		t.Skip("needs root and the TURNSTILE_UPGRADE_FROM_* images and binaries of the older line; `make test-upgrade` builds them and runs it")
-	}
-	kubeadm, err := framework.Binary("kubeadm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.toBin = filepath.Dir(kubeadm)
+	e := upgradeEnvironment(t, "needs root and the TURNSTILE_UPGRADE_FROM_* images and binaries of the older line; `make test-upgrade` builds them and runs it")
 	t.Logf("upgrading %s to %s", e.fromVersion, e.toVersion)
 
 	t.Run("Turnstile with PodSecurityPolicy", func(t *testing.T) { upgradeWithPodSecurityPolicy(t, e) })
@@ -281,17 +290,25 @@ func userPod(name string, change func(*corev1.PodSpec)) *corev1.Pod {
 // each Ready.
 func deploymentPods(t *testing.T, h *kubeadmClient, namespace string) map[string]*corev1.Pod {
 	t.Helper()
-	h.must(t, "-n", namespace, "wait", "--for=condition=Ready", "pod", "-l", "app=web", "--timeout=3m")
-	list, err := h.client.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
+	out := readyPods(t, h, namespace, "web")
+	if len(out) != 2 {
+		t.Errorf("web has %d pods, want 2", len(out))
+	}
+	return out
+}
+
+// readyPods are the pods labelled app in namespace, by name, once each is
+// Ready.
+func readyPods(t *testing.T, h *kubeadmClient, namespace, app string) map[string]*corev1.Pod {
+	t.Helper()
+	h.must(t, "-n", namespace, "wait", "--for=condition=Ready", "pod", "-l", "app="+app, "--timeout=3m")
+	list, err := h.client.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app=" + app})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]*corev1.Pod{}
 	for i := range list.Items {
 		out[list.Items[i].Name] = &list.Items[i]
-	}
-	if len(out) != 2 {
-		t.Errorf("web has %d pods, want 2", len(out))
 	}
 	return out
 }
