@@ -197,7 +197,7 @@ func (n *Node) writeKubeletFiles() error {
 	if err := kubeconfigphase.CreateKubeConfigFile(kubeadmconstants.KubeletKubeConfigFileName, n.dir(), cfg); err != nil {
 		return fmt.Errorf("%s's kubelet.conf: %w", n.Name, err)
 	}
-	resolv := filepath.Join(n.dir(), "resolv.conf")
+	resolv := n.resolvConf()
 	// Pods with dnsPolicy Default (CoreDNS among them) get this file: the
 	// cluster DNS only, never the host's resolver, which lies outside the
 	// cluster's addresses.

@@ -95,6 +95,7 @@ func TestHAKubeadm(t *testing.T) {
 	stream := &podStream{client: c.loadClient(t, &rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:authenticated"}}), namespace: streamNS}
 	loadCtx, stopLoad := context.WithCancel(context.Background())
 	var running sync.WaitGroup
+	loaded := time.Now()
 	running.Go(func() { load.Run(loadCtx) })
 	running.Go(func() { stream.run(loadCtx) })
 	stop := sync.OnceFunc(func() { stopLoad(); running.Wait() })
@@ -146,8 +147,8 @@ func TestHAKubeadm(t *testing.T) {
 		for _, s := range rep.Steps {
 			lost += s.Lost
 		}
-		rep.Total = ha.NewStep("whole run", "", time.Since(began), ledger.Window(began, time.Now()), lost, 0)
-		rep.Total.Pods = stream.window(began, time.Now())
+		rep.Total = ha.NewStep("whole run", "", time.Since(loaded), ledger.Window(loaded, time.Now()), lost, 0)
+		rep.Total.Pods = stream.window(loaded, time.Now())
 		if lost > 0 {
 			t.Errorf("%d ledger errors over the run", lost)
 		}
