@@ -106,7 +106,7 @@ func newCommand(out, errOut io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			judge, err := pspmigration.NewJudge(c.replacement, c.schemas)
+			judge, err := pspmigration.NewJudge(c.replacement, c.schemas, c.rbac.Authorizer)
 			if err != nil {
 				return err
 			}
@@ -177,7 +177,11 @@ func readCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, errO
 	if !mutating {
 		fmt.Fprintln(errOut, "warning: the cluster does not serve admissionregistration.k8s.io/v1 mutatingadmissionpolicies: the output lists, per workload, the fields its manifest must now set")
 	}
-	c.replacement, err = pspmigration.Convert(ctx, c.decider.Policies(), c.rbac, c.report, mutating)
+	policies := c.decider.Policies()
+	if len(policies) > pspmigration.ExactPolicies {
+		fmt.Fprintf(errOut, "warning: the cluster has %d PodSecurityPolicies: a pod that passes the checks of more than %d of them that none of its principals may use, before one that admits it, exceeds CEL's cost budget, and the replacement refuses it (docs/psp-migration.md)\n", len(policies), pspmigration.ExactPolicies)
+	}
+	c.replacement, err = pspmigration.Convert(policies, c.report, mutating)
 	return c, err
 }
 

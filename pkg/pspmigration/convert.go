@@ -1,7 +1,6 @@
 package pspmigration
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +11,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -40,9 +40,12 @@ type Replacement struct {
 const ReplacementName = "podsecuritypolicy-replacement"
 
 // Convert builds the replacement of policies (in the order PodSecurityPolicy
-// tries them, as Decider.Policies gives them) with their grants, setting
-// each namespace of the report to the level its workloads meet.
-func Convert(ctx context.Context, policies []*policy.PodSecurityPolicy, rbac *RBAC, report *Report, mutating bool) (*Replacement, error) {
+// tries them, as Decider.Policies gives them), setting each namespace of
+// the report to the level its workloads meet. Who may use a policy is
+// asked of the apiserver's authorizer at every request, as
+// PodSecurityPolicy asked it, so that RBAC changed after the conversion
+// (a grant revoked or made, a namespace made again) counts.
+func Convert(policies []*policy.PodSecurityPolicy, report *Report, mutating bool) (*Replacement, error) {
 	if len(policies) == 0 {
 		return nil, fmt.Errorf("no PodSecurityPolicy can be applied: there is nothing to convert")
 	}
@@ -61,17 +64,16 @@ func Convert(ctx context.Context, policies []*policy.PodSecurityPolicy, rbac *RB
 	ids := variableIDs(policies)
 	vars := []admissionv1.Variable{
 		{Name: "linux", Expression: "object.spec.?os.?name.orValue('') != 'windows'"},
-		{Name: "principals", Expression: principalsExpression},
+		{Name: "serviceAccount", Expression: serviceAccountExpression},
 	}
-	var decide, usable []string
+	var decide []string
 	for i, p := range policies {
 		id := ids[i]
-		vars = append(vars,
-			admissionv1.Variable{Name: id + "_granted", Expression: grantedExpression(rbac.Grants(ctx, p.Name))},
-			admissionv1.Variable{Name: id + "_valid", Expression: celValid(p, false)},
-		)
-		decide = append(decide, fmt.Sprintf("variables.%s_granted && variables.%s_valid", id, id))
-		usable = append(usable, fmt.Sprintf("variables.%s_granted ? %s : ''", id, quote(p.Name)))
+		vars = append(vars, grantedVariables(id, p.Name)...)
+		vars = append(vars, admissionv1.Variable{Name: id + "_valid", Expression: celValid(p, false)})
+		// Checks first: an authorizer call costs CEL far more than
+		// every check of a policy (grantedVariables).
+		decide = append(decide, fmt.Sprintf("variables.%s_valid && variables.%s_granted", id, id))
 	}
 	r.Validating = &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
@@ -87,9 +89,10 @@ func Convert(ctx context.Context, policies []*policy.PodSecurityPolicy, rbac *RB
 			Variables: vars,
 			Validations: []admissionv1.Validation{{
 				Expression: or(decide...),
-				MessageExpression: fmt.Sprintf("'no PodSecurityPolicy that ' + request.userInfo.username + ' or service account ' + object.spec.?serviceAccountName.orValue('default') + ' may use admits the pod (usable: ' + [%s].filter(n, n != '').join(', ') + ')'",
-					strings.Join(usable, ", ")),
-				Reason: ptr.To(metav1.StatusReasonForbidden),
+				// A message expression has no authorizer, so it cannot
+				// list the policies the requester may use.
+				MessageExpression: "'no PodSecurityPolicy that ' + request.userInfo.username + ' or service account ' + object.spec.?serviceAccountName.orValue('default') + ' may use admits the pod'",
+				Reason:            ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}
@@ -121,12 +124,12 @@ func Convert(ctx context.Context, policies []*policy.PodSecurityPolicy, rbac *RB
 			admissionv1.Variable{Name: id + "_mutates", Expression: celMutates(p)},
 			admissionv1.Variable{Name: id + "_defaulted", Expression: celValid(p, true)},
 		)
-		asIs = append(asIs, fmt.Sprintf("variables.%s_granted && !variables.%s_mutates && variables.%s_valid", id, id, id))
+		asIs = append(asIs, fmt.Sprintf("!variables.%s_mutates && variables.%s_valid && variables.%s_granted", id, id, id))
 	}
 	var earlier []string
 	for i, p := range policies {
 		id := ids[i]
-		wins := fmt.Sprintf("variables.%s_granted && variables.%s_mutates && variables.%s_defaulted", id, id, id)
+		wins := fmt.Sprintf("variables.%s_mutates && variables.%s_defaulted && variables.%s_granted", id, id, id)
 		chosen := and("!("+or(asIs...)+")", wins, "!("+or(earlier...)+")")
 		earlier = append(earlier, wins)
 		var mutations []admissionv1.Mutation
@@ -173,35 +176,37 @@ func podRule(op admissionv1.OperationType, resource string) admissionv1.NamedRul
 	}}
 }
 
-// principalsExpression lists the principals whose grants count, as
-// PodSecurityPolicy counts them: the requester's user and groups, and the
-// pod's service account with its two groups.
-const principalsExpression = `['user:' + request.userInfo.username,
- 'user:system:serviceaccount:' + request.namespace + ':' + object.spec.?serviceAccountName.orValue('default'),
- 'group:system:serviceaccounts', 'group:system:serviceaccounts:' + request.namespace] +
- request.userInfo.?groups.orValue([]).map(g, 'group:' + g)`
+// serviceAccountExpression is the pod's service account, whose grants
+// count as the requester's do.
+const serviceAccountExpression = "authorizer.serviceAccount(request.namespace, object.spec.?serviceAccountName.orValue('default'))"
 
-// grantedExpression holds when a principal may use the policy: everywhere,
-// or in the request's namespace.
-func grantedExpression(g Grants) string {
-	var parts []string
-	if len(g.Cluster) > 0 {
-		parts = append(parts, "p in "+list(g.Cluster))
+// ExactPolicies is how many policies a pod may pass the checks of, none of
+// them usable by its principals, before the one that admits it, while the
+// replacement's authorizer calls stay within CEL's budget for one request:
+// at most 4 calls a policy, each costing 350,000 of the 10,000,000
+// (k8s.io/apiserver's cel library and RuntimeCELCostBudget), and 4 left for
+// the policy that admits.
+const ExactPolicies = (celconfig.RuntimeCELCostBudget/authorizerCallCost - 4) / 4
+
+// authorizerCallCost is what CEL charges for an authorizer's check().
+const authorizerCallCost = 350_000
+
+// grantedVariables hold when the requester or the pod's service account
+// (with its two groups) may use the policy in the request's namespace, as
+// PodSecurityPolicy asks: verb use on podsecuritypolicies in the groups
+// policy or extensions. The authorizer answers at every request. An
+// authorizer call costs 350,000 of CEL's cost units, and one expression may
+// spend 1,000,000, so each principal's two calls are a variable of their
+// own; a request may spend 10,000,000 in all (docs/psp-migration.md).
+func grantedVariables(id, policy string) []admissionv1.Variable {
+	check := func(who, group string) string {
+		return fmt.Sprintf("%s.group(%s).resource('podsecuritypolicies').namespace(request.namespace).name(%s).check('use').allowed()", who, quote(group), quote(policy))
 	}
-	var scoped []string
-	for ns, ps := range g.Namespaces {
-		for _, p := range ps {
-			scoped = append(scoped, ns+"/"+string(p))
-		}
+	return []admissionv1.Variable{
+		{Name: id + "_requester", Expression: or(check("authorizer", "policy"), check("authorizer", "extensions"))},
+		{Name: id + "_sa", Expression: or(check("variables.serviceAccount", "policy"), check("variables.serviceAccount", "extensions"))},
+		{Name: id + "_granted", Expression: fmt.Sprintf("variables.%s_requester || variables.%s_sa", id, id)},
 	}
-	if len(scoped) > 0 {
-		slices.Sort(scoped)
-		parts = append(parts, "request.namespace + '/' + p in "+list(scoped))
-	}
-	if len(parts) == 0 {
-		return "false"
-	}
-	return fmt.Sprintf("variables.principals.exists(p, %s)", or(parts...))
 }
 
 var notIdentifier = regexp.MustCompile(`[^a-zA-Z0-9]+`)

@@ -46,8 +46,9 @@ type Judge struct {
 
 // NewJudge loads the replacement into in-process plugins. schemas serves
 // the OpenAPI v3 schemas that MutatingAdmissionPolicies merge with (the
-// cluster's, or a test's).
-func NewJudge(r *Replacement, schemas openapi.Client) (*Judge, error) {
+// cluster's, or a test's); authz answers the policies' authorizer (the
+// cluster's RBAC, as PodSecurityPolicy's Decider asks it).
+func NewJudge(r *Replacement, schemas openapi.Client, authz authorizer.Authorizer) (*Judge, error) {
 	// The policies as the API stores them: defaulted.
 	vap, vapBinding := r.Validating.DeepCopy(), r.Binding.DeepCopy()
 	admissiondefaults.SetObjectDefaults_ValidatingAdmissionPolicy(vap)
@@ -78,8 +79,8 @@ func NewJudge(r *Replacement, schemas openapi.Client) (*Judge, error) {
 		return nil, err
 	}
 	j.mutating.SetEnabled(true)
-	lineapi.SetPolicyAuthorizer(j.mutating, denyAll{})
-	lineapi.SetPolicyAuthorizer(j.validating, denyAll{})
+	lineapi.SetPolicyAuthorizer(j.mutating, authz)
+	lineapi.SetPolicyAuthorizer(j.validating, authz)
 	for _, p := range []interface {
 		SetExternalKubeClientSet(kubernetes.Interface)
 		SetExternalKubeInformerFactory(informers.SharedInformerFactory)
@@ -178,11 +179,3 @@ type schemaDiscovery struct {
 }
 
 func (d *schemaDiscovery) OpenAPIV3() openapi.Client { return d.schemas }
-
-// denyAll answers the policies' `authorizer` variable, which the generated
-// policies do not use.
-type denyAll struct{}
-
-func (denyAll) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
-	return authorizer.DecisionNoOpinion, "", nil
-}

@@ -2,16 +2,30 @@ package pspmigration
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/openapi/openapitest"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
 
+	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
+	pspfake "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned/fake"
 	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
 )
 
@@ -32,11 +46,11 @@ func verifySetup(t testing.TB) (*pspadmission.Decider, *RBAC, *Judge) {
 		{Name: "team", Enforce: psaapi.LevelPrivileged},
 		{Name: "apps", Enforce: psaapi.LevelRestricted},
 	}}
-	r, err := Convert(context.Background(), decider.Policies(), rbac, report, true)
+	r, err := Convert(decider.Policies(), report, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	judge, err := NewJudge(r, upstreamSchemas(t))
+	judge, err := NewJudge(r, upstreamSchemas(t), rbac.Authorizer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +81,191 @@ func TestVerify(t *testing.T) {
 	t.Logf("%d cases, %d unavoidable disagreements", v.Cases, unavoidable)
 }
 
+// The replacement asks the authorizer at every request, as
+// PodSecurityPolicy does, so RBAC changed after the conversion counts: a
+// grant revoked (its RoleBinding deleted, or its namespace made again), a
+// grant made to someone new, for a user and for a pod's service account.
+// Each is decided both ways, against the RBAC of the moment.
+func TestReplacementFollowsRBAC(t *testing.T) {
+	ctx := context.Background()
+	policyObjects, rbacObjects := withTestdata(t)
+	rbacOf := func(objects ...runtime.Object) authorizer.Authorizer {
+		r, err := ReadRBAC(ctx, fake.NewClientset(objects...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Authorizer
+	}
+	authz := &switchable{current: rbacOf(rbacObjects...)}
+	policies, err := Policies(ctx, pspfake.NewSimpleClientset(policyObjects...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decider, _ := pspadmission.NewDecider(policies, authz.authorizer())
+	r, err := Convert(decider.Policies(), &Report{Namespaces: []Namespace{{Name: "team", Enforce: psaapi.LevelPrivileged}}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge, err := NewJudge(r, upstreamSchemas(t), authz.authorizer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer judge.Close()
+
+	// testdata grants tenant (hostPath under /srv) in team to alice and
+	// to the service account builder, through the extensions group.
+	var without []runtime.Object // the RBAC with team's grant gone
+	for _, o := range rbacObjects {
+		if b, ok := o.(*rbacv1.RoleBinding); !ok || b.Namespace != "team" {
+			without = append(without, o)
+		}
+	}
+	bob := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "bob", Namespace: "team"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "psp:team"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "bob"}},
+	}
+	hostPath := func(sa string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "srv"}, Spec: corev1.PodSpec{
+			ServiceAccountName: sa,
+			Containers:         []corev1.Container{{Name: "c", Image: "x", SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000)}}},
+			Volumes:            []corev1.Volume{{Name: "srv", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/data"}}}},
+		}}
+		return p
+	}
+	member := func(name string) user.Info {
+		return &user.DefaultInfo{Name: name, Groups: []string{user.AllAuthenticated}}
+	}
+	for _, step := range []struct {
+		name string
+		rbac []runtime.Object
+		// admitted are the cases both must admit; the others both must
+		// refuse.
+		admitted []string
+	}{
+		{"as converted", rbacObjects, []string{"alice", "builder"}},
+		{"team's grant revoked (or team made again)", without, nil},
+		{"a grant made to bob", append(slices.Clone(without), bob), []string{"bob"}},
+	} {
+		authz.set(rbacOf(step.rbac...))
+		for _, c := range []struct {
+			name      string
+			requester user.Info
+			pod       *corev1.Pod
+		}{
+			{"alice", member("alice"), hostPath("")},
+			{"bob", member("bob"), hostPath("")},
+			{"builder", member("ci"), hostPath("builder")},
+		} {
+			v := &Verification{}
+			if err := v.compare(ctx, decider, judge, c.name, "team", c.requester, true, c.pod); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range v.Disagreements {
+				t.Errorf("%s: %s's pod: PodSecurityPolicy %s, the replacement %s", step.name, c.name, d.PodSecurityPolicy, d.Replacement)
+			}
+			verdict, err := judge.Decide(ctx, "team", c.requester, c.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := slices.Contains(step.admitted, c.name); (verdict.Refusal == "") != want {
+				t.Errorf("%s: %s's hostPath pod: replacement refusal %q, want admitted %t", step.name, c.name, verdict.Refusal, want)
+			}
+		}
+	}
+}
+
+// The replacement decides exactly while a pod passes at most
+// ExactPolicies policies that its principals may not use before the one
+// that admits it (here the last by name, usable by the pod's service
+// account through the extensions group: four authorizer calls); one more
+// exceeds CEL's cost budget, and the replacement refuses where
+// PodSecurityPolicy admits.
+func TestAuthorizerBudget(t *testing.T) {
+	ctx := context.Background()
+	permissive := func(name string) *policyv1beta1.PodSecurityPolicy {
+		return &policyv1beta1.PodSecurityPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: policyv1beta1.PodSecurityPolicySpec{
+			Privileged: true, Volumes: []policyv1beta1.FSType{policyv1beta1.All},
+			SELinux:            policyv1beta1.SELinuxStrategyOptions{Rule: policyv1beta1.SELinuxStrategyRunAsAny},
+			RunAsUser:          policyv1beta1.RunAsUserStrategyOptions{Rule: policyv1beta1.RunAsUserStrategyRunAsAny},
+			SupplementalGroups: policyv1beta1.SupplementalGroupsStrategyOptions{Rule: policyv1beta1.SupplementalGroupsStrategyRunAsAny},
+			FSGroup:            policyv1beta1.FSGroupStrategyOptions{Rule: policyv1beta1.FSGroupStrategyRunAsAny},
+		}}
+	}
+	grant := []runtime.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use-zz"}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"extensions"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}, ResourceNames: []string{"zz"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "use-zz", Namespace: "t"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "use-zz"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "builder", Namespace: "t"}}},
+	}
+	rbac, err := ReadRBAC(ctx, fake.NewClientset(grant...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{ServiceAccountName: "builder",
+		Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	requester := &user.DefaultInfo{Name: "someone", Groups: []string{user.AllAuthenticated}}
+	for _, unusable := range []int{ExactPolicies, ExactPolicies + 1} {
+		objects := []runtime.Object{permissive("zz")}
+		for i := range unusable {
+			objects = append(objects, permissive(fmt.Sprintf("a%02d", i)))
+		}
+		policies, err := Policies(ctx, pspfake.NewSimpleClientset(objects...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		decider, _ := pspadmission.NewDecider(policies, rbac.Authorizer)
+		r, err := Convert(decider.Policies(), &Report{}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge, err := NewJudge(r, upstreamSchemas(t), rbac.Authorizer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		internal := &api.Pod{}
+		if err := corev1conversion.Convert_v1_Pod_To_core_Pod(pod, internal, nil); err != nil {
+			t.Fatal(err)
+		}
+		d, err := decider.Decide(ctx, "t", requester, internal)
+		if err != nil || d.Policy != "zz" {
+			t.Fatalf("%d unusable policies: PodSecurityPolicy decided %+v, %v; want admitted by zz", unusable, d, err)
+		}
+		v, err := judge.Decide(ctx, "t", requester, pod)
+		judge.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if within := unusable <= ExactPolicies; (v.Refusal == "") != within {
+			t.Errorf("%d passing policies the pod may not use before zz: the replacement's refusal %q, want admitted %t", unusable, v.Refusal, within)
+		}
+		t.Logf("%d unusable policies first: the replacement says %q", unusable, v.Refusal)
+	}
+}
+
+// switchable is an authorizer whose RBAC a test replaces.
+type switchable struct {
+	mu      sync.Mutex
+	current authorizer.Authorizer
+}
+
+func (s *switchable) set(a authorizer.Authorizer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current = a
+}
+
+// authorizer asks whichever RBAC is current.
+func (s *switchable) authorizer() authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		s.mu.Lock()
+		current := s.current
+		s.mu.Unlock()
+		return current.Authorize(ctx, a)
+	})
+}
+
 // upstreamSchemas serves the OpenAPI v3 documents k8s.io/kubernetes
 // publishes for its release (api/openapi-spec/v3), the ones its apiserver
 // serves, from the module this tree builds against.
@@ -83,13 +282,12 @@ func upstreamSchemas(t testing.TB) openapi.Client {
 // mutating policy and says, per workload, what its manifest must set; and
 // with no policy to convert it writes nothing.
 func TestConvertWithoutMutatingPolicies(t *testing.T) {
-	ctx := context.Background()
-	decider, rbac := load(t, examples)
+	decider, _ := load(t, examples)
 	report := &Report{
 		Namespaces: []Namespace{{Name: "apps", Enforce: psaapi.LevelRestricted}},
 		Workloads:  []Entry{{Kind: "Deployment", Namespace: "apps", Name: "web", Changes: []string{"spec.containers[0].securityContext.runAsNonRoot"}}},
 	}
-	r, err := Convert(ctx, decider.Policies(), rbac, report, false)
+	r, err := Convert(decider.Policies(), report, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +309,7 @@ func TestConvertWithoutMutatingPolicies(t *testing.T) {
 	if strings.Contains(yaml, "MutatingAdmissionPolicy") {
 		t.Errorf("a mutating policy for a cluster that serves none:\n%s", yaml)
 	}
-	if _, err := Convert(ctx, nil, rbac, report, true); err == nil || !strings.Contains(err.Error(), "no PodSecurityPolicy can be applied") {
+	if _, err := Convert(nil, report, true); err == nil || !strings.Contains(err.Error(), "no PodSecurityPolicy can be applied") {
 		t.Errorf("converting no policy: %v", err)
 	}
 }

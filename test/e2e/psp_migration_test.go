@@ -153,6 +153,10 @@ func TestPSPMigration(t *testing.T) {
 		t.Logf("kubectl psp verify: %s", out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
 	})
 
+	// ops: a host agent's service account may use privileged, granted
+	// before the conversion (the grant a replacement that copied RBAC
+	// would keep).
+	lu.apply(t, opsNamespace+opsGrant("agent"))
 	converted, err := psp("convert")
 	if err != nil {
 		t.Fatalf("kubectl psp convert: %v", err)
@@ -246,6 +250,93 @@ func TestPSPMigration(t *testing.T) {
 		refusedBy("apps", "escalate", `violates PodSecurity "restricted:latest"`, replacementRefusal)
 		refusedBy("tools", "netadmin", `violates PodSecurity "baseline:latest"`, replacementRefusal)
 	})
+
+	t.Run("RBAC changed after the conversion: decided as PodSecurityPolicy decides", func(t *testing.T) {
+		// A privileged pod of a service account in ops, created (as a
+		// dry run: admission runs, nothing is stored) as the DaemonSet
+		// controller creates it: only the service account's grant admits
+		// it. Both sides are asked at once: the replacement refuses or
+		// admits, PodSecurityPolicy (in warn) says whether it would.
+		config := rest.CopyConfig(adminConfig)
+		config.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:daemon-set-controller",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
+		ctrlWarnings := &policyWarnings{}
+		config.WarningHandler = ctrlWarnings
+		controller := kubernetes.NewForConfigOrDie(config)
+		decide := func(sa string) (replacement, podSecurityPolicy string) {
+			ctrlWarnings.mu.Lock()
+			ctrlWarnings.warnings = nil
+			ctrlWarnings.mu.Unlock()
+			_, err := controller.CoreV1().Pods("ops").Create(ctx, sleeper("agent-"+utilrand.String(5), func(p *corev1.Pod) {
+				p.Spec.ServiceAccountName = sa
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			replacement, podSecurityPolicy = "admitted", "admitted"
+			if err != nil {
+				replacement = err.Error()
+			}
+			ctrlWarnings.mu.Lock()
+			defer ctrlWarnings.mu.Unlock()
+			for _, w := range ctrlWarnings.warnings {
+				if strings.HasPrefix(w.text, "PodSecurityPolicy: unable to admit pod") {
+					podSecurityPolicy = w.text
+				}
+			}
+			return replacement, podSecurityPolicy
+		}
+		// want waits for the RBAC change to reach the apiserver's
+		// authorizer, then holds both decisions for sa's pod.
+		want := func(step, sa string, admitted bool) {
+			t.Helper()
+			refusal := fmt.Sprintf("no PodSecurityPolicy that system:serviceaccount:kube-system:daemon-set-controller or service account %s may use admits the pod", sa)
+			policyEventuallyFor(t, time.Minute, fmt.Sprintf("%s: %s's privileged pod admitted %t by both", step, sa, admitted), func() (bool, error) {
+				replacement, podSecurityPolicy := decide(sa)
+				if admitted {
+					return replacement == "admitted" && podSecurityPolicy == "admitted", fmt.Errorf("replacement %s; PodSecurityPolicy %s", replacement, podSecurityPolicy)
+				}
+				return strings.Contains(replacement, refusal) && podSecurityPolicy != "admitted", fmt.Errorf("replacement %s; PodSecurityPolicy %s", replacement, podSecurityPolicy)
+			})
+		}
+		want("as converted", "agent", true)
+		lu.mustKubectl(t, "-n", "ops", "delete", "rolebinding", "psp-agent")
+		want("agent's grant revoked", "agent", false)
+		lu.apply(t, opsGrant("agent2"))
+		want("a grant made to agent2", "agent2", true)
+		lu.mustKubectl(t, "delete", "namespace", "ops", "--timeout=2m")
+		lu.apply(t, opsNamespace)
+		want("ops made again, without grants", "agent", false)
+		want("ops made again, without grants", "agent2", false)
+		// verify decides with the RBAC of now, on both sides.
+		if out, err := psp("verify"); err != nil {
+			t.Errorf("kubectl psp verify after the RBAC changes: %v\n%s", err, out)
+		}
+	})
+}
+
+// opsNamespace is a namespace with two service accounts of host agents;
+// opsGrant grants one of them the privileged policy.
+const opsNamespace = `apiVersion: v1
+kind: Namespace
+metadata: {name: ops}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: agent, namespace: ops}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: agent2, namespace: ops}
+`
+
+func opsGrant(sa string) string {
+	return fmt.Sprintf(`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: psp-%[1]s, namespace: ops}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "psp:privileged"}
+subjects:
+- {kind: ServiceAccount, name: %[1]s, namespace: ops}
+`, sa)
 }
 
 // replacementRefusal is how the ValidatingAdmissionPolicy that kubectl psp
