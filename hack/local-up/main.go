@@ -72,6 +72,8 @@ type options struct {
 	// upstream runs kube-apiserver-upstream on etcd at etcdPort.
 	upstream               bool
 	etcdPort, etcdPeerPort int
+	// apiserverArgs are extra kube-apiserver flags, after ours.
+	apiserverArgs []kubeadmapi.Arg
 }
 
 func run() (runErr error) {
@@ -88,6 +90,14 @@ func run() (runErr error) {
 	flag.StringVar(&o.e2eImages, "e2e-images", "", "the archive of the rest of the e2e framework's images (make e2e-images: _output/images/e2e/"+oci.E2EImageArchive+") for the nodes to import too, with the etcd image in -images")
 	flag.StringVar(&o.extraImages, "extra-images", "", "comma-separated image archives for the nodes to import and their registry to serve after the others (make conformance RUNNER=hydrophone: upstream's conformance image, _output/images/e2e/"+oci.ConformanceImageArchive+")")
 	flag.StringVar(&o.containerd, "containerd", "", "directory with containerd 2's containerd, containerd-shim-runc-v2 and ctr (make containerd: _output/bin/containerd-2) for the nodes to run instead of Debian's containerd 1.6")
+	flag.Func("apiserver-arg", "an extra kube-apiserver flag, name=value, repeatable (for example nodes-proxy-get-requires-create=true)", func(arg string) error {
+		name, value, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%q: want name=value", arg)
+		}
+		o.apiserverArgs = append(o.apiserverArgs, kubeadmapi.Arg{Name: name, Value: value})
+		return nil
+	})
 	flag.StringVar(&o.policies, "pod-security-policies", "examples/podsecuritypolicy", "comma-separated files or directories of PodSecurityPolicies and their grants, applied when PodSecurityPolicy is enabled")
 	flag.BoolVar(&o.upstream, "upstream", false, "run vanilla kube-apiserver-upstream on etcd, both from -bin, instead of Turnstile's kube-apiserver with embedded etcd")
 	flag.StringVar(&o.cleanCommand, "clean-command", "", "the command that resets -dir, for messages (make run passes `make clean-local` with its LINE); default: this program with -dir and -clean")
@@ -424,6 +434,7 @@ func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfigu
 	if o.admissionConfig != "" {
 		cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "admission-control-config-file", Value: o.admissionConfig})
 	}
+	cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, o.apiserverArgs...)
 	cfg.ControllerManager.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.controllerManagerPort)}}
 	cfg.Scheduler.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.schedulerPort)}}
 	return cfg, nil

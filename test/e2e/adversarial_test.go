@@ -10,15 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	gwebsocket "github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
+	"github.com/turnstile-k8s/turnstile/pkg/authorization/nodesproxy"
 )
 
 // The paths around the restored security controllers that docs/security.md
@@ -85,7 +87,31 @@ plugins:
 	if _, err := alice.client.CoreV1().Pods("tenant").Create(ctx, sleeper("plain", nonRoot), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	lu.mustKubectl(t, "-n", "tenant", "wait", "--for=condition=Ready", "pod/privileged", "pod/hostnet", "pod/plain", "--timeout=3m")
+	// Pods that are the node's without being privileged or sharing a host
+	// namespace, which DenyEscalatingExec never judged: the node's root,
+	// its containerd's socket (the node's state lies under local-up's run
+	// directory), CAP_SYS_ADMIN. Each with the command that shows it.
+	socket := filepath.Join("/run/turnstile-local", fmt.Sprint(lu.cmd.Process.Pid), node, "containerd.sock")
+	nodeOwners := []struct {
+		pod          *corev1.Pod
+		command      []string
+		shows        func(string) bool
+		failingCheck string
+	}{
+		{sleeper("rootfs", hostPathAt("/", "/host")), []string{"cat", "/host/etc/os-release"},
+			func(out string) bool { return strings.Contains(out, "PRETTY_NAME=") }, `hostPath volumes (volume "host")`},
+		{sleeper("runtime", hostPathAt(socket, "/containerd.sock")), []string{"ls", "-l", "/containerd.sock"},
+			func(out string) bool { return strings.HasPrefix(out, "s") }, `hostPath volumes (volume "host")`},
+		{sleeper("sysadmin", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+		}), []string{"grep", "CapEff", "/proc/self/status"}, holdsSysAdmin, `non-default capabilities (container "c" must not include "SYS_ADMIN" in securityContext.capabilities.add)`},
+	}
+	for _, o := range nodeOwners {
+		if _, err := admin.CoreV1().Pods("tenant").Create(ctx, o.pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lu.mustKubectl(t, "-n", "tenant", "wait", "--for=condition=Ready", "pod/privileged", "pod/hostnet", "pod/plain", "pod/rootfs", "pod/runtime", "pod/sysadmin", "--timeout=3m")
 
 	t.Run("exec and attach into a privileged pod: refused by DenyEscalatingExec", func(t *testing.T) {
 		for _, args := range [][]string{{"exec", "privileged", "--", "id"}, {"attach", "privileged", "-i=false"}} {
@@ -112,30 +138,73 @@ plugins:
 		}
 	})
 
-	// Through nodes/proxy the apiserver drops an upgrade request's query
-	// string, where kubectl puts exec's parameters; the kubelet reads them
-	// from a form body as well, and that the apiserver forwards.
-	const execForm = "command=id&output=1"
-	proxyExec := alice.nodeProxyURL(node, "exec/tenant/privileged/c")
+	// pods/proxy to the host-network pod on the kubelet's port: the
+	// apiserver connects to the node's own address, and the kubelet there
+	// answers (it does not know the apiserver's proxy, so: Unauthorized).
+	hostnetProxy := func() (string, error) {
+		body, err := alice.client.CoreV1().RESTClient().Get().AbsPath("api/v1/namespaces/tenant/pods/https:hostnet:10250/proxy/healthz").DoRaw(ctx)
+		return string(body), err
+	}
+	t.Run("pods/proxy to a host-network pod reaches the node's address: open by default", func(t *testing.T) {
+		out, err := hostnetProxy()
+		if answered := err == nil && out == "ok" || apierrors.IsUnauthorized(err) || strings.Contains(out, "Unauthorized"); !answered {
+			t.Errorf("pods/proxy to the kubelet's port through the host-network pod: %v\n%s\nwant the kubelet's answer", err, out)
+		} else {
+			t.Logf("pods/proxy reached the kubelet on the node's address, which answered: %v %s", err, out)
+		}
+	})
+
+	// nodes/proxy: what RBAC's get and create on it open, each shown by a
+	// command that ran (its output), never by a status code. The kubelet
+	// authorizes a request to its own port by the HTTP method, as it asks
+	// the apiserver: a WebSocket (a GET that upgrades) needs get, a SPDY
+	// exec or a POST to /run create.
+	proxyRun := alice.nodeProxyURL(node, "run/tenant/privileged/c")
+	proxyExecWS := alice.nodeProxyURL(node, "exec/tenant/privileged/c")
+	proxyExecWS.RawQuery = "command=id&output=1"
 	proxyForward := alice.nodeProxyURL(node, "portForward/tenant/hostnet")
 	kubeletExec := kubelet.JoinPath("exec/tenant/privileged/c")
-	kubeletExec.RawQuery = execForm
-	t.Run("exec and port-forward through nodes/proxy, and exec straight to the kubelet: RBAC on nodes/proxy closes all three", func(t *testing.T) {
-		if code, body, err := upgradeWithForm(ctx, alice.config, proxyExec, execForm); err != nil || code != http.StatusForbidden || !strings.Contains(body, `cannot create resource \"nodes/proxy\"`) {
-			t.Errorf("exec through nodes/proxy without the grant: %d %v\n%s", code, err, body)
+	kubeletExec.RawQuery = "command=id&output=1"
+	t.Run("nodes/proxy and the kubelet's port: get alone runs a command in a privileged pod over a WebSocket, create through the apiserver", func(t *testing.T) {
+		if out, err := websocketExec(ctx, kubeletConfig(token), kubeletExec); err == nil || !strings.Contains(err.Error(), "403") {
+			t.Errorf("a WebSocket exec at the kubelet without a grant: %v\n%s", err, out)
+		}
+		if out, err := runThrough(ctx, alice.config, proxyRun, "id"); err == nil || !strings.Contains(err.Error(), `cannot create resource \"nodes/proxy\"`) {
+			t.Errorf("run through nodes/proxy without a grant: %v\n%s", err, out)
 		}
 		if _, _, err := forwardThrough(alice.config, proxyForward, 10248); err == nil || !strings.Contains(err.Error(), `cannot create resource "nodes/proxy"`) {
-			t.Errorf("port-forward through nodes/proxy without the grant: %v", err)
+			t.Errorf("port-forward through nodes/proxy without a grant: %v", err)
 		}
-		if out, err := streamExec(ctx, kubeletConfig(token), kubeletExec); err == nil || !strings.Contains(err.Error(), "Forbidden") {
-			t.Errorf("exec at the kubelet without the grant: %v\n%s", err, out)
+
+		// get alone, as many monitoring tools hold it.
+		lu.mustKubectl(t, "create", "clusterrole", "nodes-proxy-get", "--verb=get", "--resource=nodes/proxy")
+		lu.mustKubectl(t, "create", "clusterrolebinding", "alice-nodes-proxy-get", "--clusterrole=nodes-proxy-get", "--serviceaccount=tenant:alice")
+		// The kubelet keeps a refusal for 30 s (its webhook authorizer's cache).
+		if out, err := eventually(ctx, func() (string, error) { return websocketExec(ctx, kubeletConfig(token), kubeletExec) }); err != nil || !strings.Contains(out, "uid=0(root)") {
+			t.Errorf("a WebSocket exec into the privileged pod at the kubelet, with get on nodes/proxy: %v\n%s", err, out)
+		} else {
+			t.Logf("get on nodes/proxy alone, a WebSocket exec at the kubelet ran id: %s", strings.TrimSpace(out))
 		}
+		// Through the apiserver the same WebSocket does not get that far
+		// (kept so that a change upstream is seen): the apiserver's
+		// nodes/proxy drops an upgrade request's query string, where the
+		// kubelet reads exec's parameters, and the kubelet refuses the
+		// handshake of an exec that asks for no stream.
+		if out, err := websocketExec(ctx, alice.config, proxyExecWS); err == nil {
+			t.Errorf("a WebSocket exec through the apiserver's nodes/proxy, with get, ran a command (%q): a change upstream, which docs/security.md must say", out)
+		} else {
+			t.Logf("a WebSocket exec through the apiserver's nodes/proxy, with get: %v", err)
+		}
+		if out, err := runThrough(ctx, alice.config, proxyRun, "id"); err == nil || !strings.Contains(err.Error(), `cannot create resource \"nodes/proxy\"`) {
+			t.Errorf("run through nodes/proxy with get only: %v\n%s", err, out)
+		}
+
+		// create as well: /run through the apiserver answers with the
+		// command's output, and port-forward works.
 		lu.mustKubectl(t, "create", "clusterrole", "nodes-proxy", "--verb=get,create", "--resource=nodes/proxy")
 		lu.mustKubectl(t, "create", "clusterrolebinding", "alice-nodes-proxy", "--clusterrole=nodes-proxy", "--serviceaccount=tenant:alice")
-		if out, err := eventually(ctx, func() (string, error) { return reachesKubelet(ctx, alice.config, proxyExec, execForm) }); err != nil {
-			t.Errorf("exec into the privileged pod through nodes/proxy, granted, coverNodeProxy off: %v", err)
-		} else {
-			t.Logf("exec through nodes/proxy reached the kubelet, which answered: %s", out)
+		if out, err := eventually(ctx, func() (string, error) { return runThrough(ctx, alice.config, proxyRun, "id") }); err != nil || !strings.Contains(out, "uid=0(root)") {
+			t.Errorf("run in the privileged pod through nodes/proxy, granted create, coverNodeProxy off: %v\n%s", err, out)
 		}
 		port, stop, err := forwardThrough(alice.config, proxyForward, 10248)
 		if err != nil {
@@ -146,9 +215,8 @@ plugins:
 			}
 			stop()
 		}
-		// The kubelet keeps a refusal for 30 s (its webhook authorizer's cache).
 		if out, err := eventually(ctx, func() (string, error) { return streamExec(ctx, kubeletConfig(token), kubeletExec) }); err != nil || !strings.Contains(out, "uid=0(root)") {
-			t.Errorf("exec into the privileged pod at the kubelet, granted: %v\n%s", err, out)
+			t.Errorf("a SPDY exec into the privileged pod at the kubelet, granted create: %v\n%s", err, out)
 		}
 	})
 
@@ -181,20 +249,64 @@ plugins:
 		}
 	})
 
-	t.Run("exec and port-forward through nodes/proxy with coverNodeProxy: refused by DenyEscalatingExec", func(t *testing.T) {
-		code, body, err := upgradeWithForm(ctx, alice.config, proxyExec, execForm)
+	t.Run("pods/proxy to a host-network pod with coverPortForward: refused by DenyEscalatingExec", func(t *testing.T) {
+		out, err := hostnetProxy()
+		if want := `pods \"https:hostnet:10250\" is forbidden: DenyEscalatingExec: cannot proxy to a container using host network`; !apierrors.IsForbidden(err) || !strings.Contains(out, want) {
+			t.Errorf("pods/proxy to the host-network pod: %v\n%s\nwant %s", err, out, want)
+		}
+	})
+
+	t.Run("run and port-forward through nodes/proxy with coverNodeProxy: refused by DenyEscalatingExec", func(t *testing.T) {
+		out, err := runThrough(ctx, alice.config, proxyRun, "id")
 		want := fmt.Sprintf(`nodes \"%s\" is forbidden: DenyEscalatingExec: cannot exec into or attach to a privileged container (pod tenant/privileged, through nodes/proxy)`, node)
-		if err != nil || code != http.StatusForbidden || !strings.Contains(body, want) {
-			t.Errorf("exec through nodes/proxy: %d %v\n%s\nwant %s", code, err, body, want)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("run through nodes/proxy: %v\n%s\nwant %s", err, out, want)
 		}
 		_, _, err = forwardThrough(alice.config, proxyForward, 10248)
 		want = "DenyEscalatingExec: cannot port-forward to a container using host network (pod tenant/hostnet, through nodes/proxy)"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("port-forward through nodes/proxy: %v\nwant %s", err, want)
 		}
-		plain := alice.nodeProxyURL(node, "exec/tenant/plain/c")
-		if _, err := reachesKubelet(ctx, alice.config, plain, execForm); err != nil {
-			t.Errorf("exec into the plain pod through nodes/proxy: %v", err)
+		if out, err := runThrough(ctx, alice.config, alice.nodeProxyURL(node, "run/tenant/plain/c"), "id -u"); err != nil || strings.TrimSpace(out) != "1000" {
+			t.Errorf("run in the plain pod through nodes/proxy: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("exec into a pod that is the node's without privileged or a host namespace: open by default", func(t *testing.T) {
+		for _, o := range nodeOwners {
+			out, err := alice.kubectl(append([]string{"-n", "tenant", "exec", o.pod.Name, "--"}, o.command...)...)
+			if err != nil || !o.shows(out) {
+				t.Errorf("exec %v into %s as alice: %v\n%s", o.command, o.pod.Name, err, out)
+			} else {
+				t.Logf("alice ran %v in %s: %s", o.command, o.pod.Name, strings.TrimSpace(strings.SplitN(out, "\n", 2)[0]))
+			}
+		}
+	})
+
+	writeExecOptions(t, execConfig, "coverPortForward: true\ncoverNodeProxy: true\nrequirePodSecurityLevel: baseline\n")
+	t.Run("exec into a pod that fails baseline, with requirePodSecurityLevel: refused by DenyEscalatingExec", func(t *testing.T) {
+		for _, o := range nodeOwners {
+			want := fmt.Sprintf(`pods "%s" is forbidden: DenyEscalatingExec: cannot exec into or attach to a pod that fails the Pod Security Standards baseline level: %s`, o.pod.Name, o.failingCheck)
+			out, err := eventually(ctx, func() (string, error) {
+				out, err := alice.kubectl(append([]string{"-n", "tenant", "exec", o.pod.Name, "--"}, o.command...)...)
+				if err == nil {
+					return out, fmt.Errorf("exec still allowed")
+				}
+				return out, nil
+			})
+			if err != nil || !strings.Contains(out, want) {
+				t.Errorf("exec into %s with requirePodSecurityLevel: %v\n%s\nwant %q", o.pod.Name, err, out, want)
+			}
+		}
+		if out, err := alice.kubectl("-n", "tenant", "exec", "plain", "--", "id", "-u"); err != nil || strings.TrimSpace(out) != "1000" {
+			t.Errorf("exec into alice's plain pod, which meets baseline: %v\n%s", err, out)
+		}
+		// Back to the options the rest of the test expects.
+		writeExecOptions(t, execConfig, "coverPortForward: true\ncoverNodeProxy: true\n")
+		if out, err := eventually(ctx, func() (string, error) {
+			return alice.kubectl("-n", "tenant", "exec", "rootfs", "--", "true")
+		}); err != nil {
+			t.Fatalf("requirePodSecurityLevel still in force after it was removed: %v\n%s", err, out)
 		}
 	})
 
@@ -211,7 +323,7 @@ plugins:
 			t.Errorf("the kubelet's healthz through its own port-forward: %q", body)
 		}
 	})
-	lu.mustKubectl(t, "delete", "clusterrolebinding", "alice-nodes-proxy")
+	lu.mustKubectl(t, "delete", "clusterrolebinding", "alice-nodes-proxy", "alice-nodes-proxy-get")
 
 	t.Run("kubectl debug with a privileged ephemeral container: refused by PodSecurityPolicy", func(t *testing.T) {
 		out, err := alice.kubectl("-n", "tenant", "debug", "plain", "--image="+busybox, "--profile=sysadmin", "-c", "debugger", "--", "sleep", "60")
@@ -473,6 +585,77 @@ func writeExecOptions(t *testing.T, path, options string) {
 	}
 }
 
+// With --nodes-proxy-get-requires-create, get on nodes/proxy alone opens
+// nothing: the kubelet asks the apiserver (a SubjectAccessReview) whether a
+// WebSocket exec at its port may run and is told no, and the apiserver's
+// own nodes/proxy says no to a get, while monitoring's nodes/metrics still
+// reads the kubelet and get with create opens what it opened before.
+// TestAdversarial shows the same grant open without the flag.
+func TestAdversarialNodesProxyGetRequiresCreate(t *testing.T) {
+	lu := startLocalNodes(t, 1, "-admission-plugins", "", "-apiserver-arg", nodesproxy.Flag+"=true")
+	ctx := t.Context()
+	adminConfig, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(adminConfig)
+	nodes, err := admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("nodes: %v, %v", nodes, err)
+	}
+	node := nodes.Items[0].Name
+	kubelet := nodeKubeletURL(t, &nodes.Items[0])
+	if _, err := admin.CoreV1().Pods("default").Create(ctx, sleeper("privileged", func(p *corev1.Pod) {
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lu.mustKubectl(t, "create", "serviceaccount", "monitor")
+	lu.mustKubectl(t, "create", "clusterrole", "monitor", "--verb=get", "--resource=nodes/proxy,nodes/metrics")
+	lu.mustKubectl(t, "create", "clusterrolebinding", "monitor", "--clusterrole=monitor", "--serviceaccount=default:monitor")
+	lu.mustKubectl(t, "wait", "--for=condition=Ready", "pod/privileged", "--timeout=3m")
+	token := strings.TrimSpace(lu.mustKubectl(t, "create", "token", "monitor", "--duration=1h"))
+	monitor := userFor(t, lu, token)
+	kubeletExec := kubelet.JoinPath("exec/default/privileged/c")
+	kubeletExec.RawQuery = "command=id&output=1"
+
+	if out, err := websocketExec(ctx, kubeletConfig(token), kubeletExec); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("a WebSocket exec at the kubelet with get on nodes/proxy and the flag on: %v\n%s", err, out)
+	}
+	// Do, not DoRaw: DoRaw leaves the refusal's Status undecoded ("unknown").
+	err = monitor.client.CoreV1().RESTClient().Get().AbsPath("api/v1/nodes", node, "proxy", "healthz").Do(ctx).Error()
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), nodesproxy.Reason) {
+		t.Errorf("get through the apiserver's nodes/proxy with the flag on: %v\nwant %q", err, nodesproxy.Reason)
+	}
+	metrics := kubelet.JoinPath("metrics")
+	client, err := rest.HTTPClientFor(kubeletConfig(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := eventually(ctx, func() (string, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, metrics.String(), nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return string(body), fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return string(body), nil
+	}); err != nil || !strings.Contains(out, "kubelet_") {
+		t.Errorf("the kubelet's /metrics with get on nodes/metrics: %v\n%.200s", err, out)
+	}
+
+	lu.mustKubectl(t, "create", "clusterrole", "nodes-proxy-create", "--verb=create", "--resource=nodes/proxy")
+	lu.mustKubectl(t, "create", "clusterrolebinding", "monitor-create", "--clusterrole=nodes-proxy-create", "--serviceaccount=default:monitor")
+	// The kubelet keeps a refusal for 30 s (its webhook authorizer's cache).
+	if out, err := eventually(ctx, func() (string, error) { return websocketExec(ctx, kubeletConfig(token), kubeletExec) }); err != nil || !strings.Contains(out, "uid=0(root)") {
+		t.Errorf("a WebSocket exec at the kubelet with get and create on nodes/proxy: %v\n%s", err, out)
+	}
+}
+
 // aliceRBAC is a developer in namespace tenant: pods and their exec,
 // attach, port-forward and ephemeral containers, Deployments, events, and
 // reading nodes (kubectl debug node looks the node up).
@@ -489,7 +672,7 @@ kind: Role
 metadata: {name: developer, namespace: tenant}
 rules:
 - apiGroups: [""]
-  resources: [pods, pods/exec, pods/attach, pods/portforward, pods/ephemeralcontainers]
+  resources: [pods, pods/exec, pods/attach, pods/portforward, pods/proxy, pods/ephemeralcontainers]
   verbs: [create, get, list, watch, update, patch, delete]
 - apiGroups: [apps]
   resources: [deployments, replicasets]
@@ -552,6 +735,25 @@ func sleeper(name string, change func(*corev1.Pod)) *corev1.Pod {
 	}
 	change(p)
 	return p
+}
+
+// hostPathAt mounts the node's path at mountPath in a pod's first container.
+func hostPathAt(path, mountPath string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}})
+		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "host", MountPath: mountPath})
+	}
+}
+
+// holdsSysAdmin reports whether /proc/self/status's CapEff line shows
+// CAP_SYS_ADMIN (capability 21).
+func holdsSysAdmin(status string) bool {
+	_, hex, ok := strings.Cut(strings.TrimSpace(status), "\t")
+	if !ok {
+		return false
+	}
+	caps, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+	return err == nil && caps&(1<<21) != 0
 }
 
 // nonRoot makes a pod the example restricted policy admits and busybox
@@ -668,51 +870,77 @@ func (u *user) nodeProxyURL(node, path string) *url.URL {
 	return loc.JoinPath("api/v1/nodes", node, "proxy", path)
 }
 
-// upgradeWithForm sends an exec's SPDY upgrade request to u with the exec's
-// parameters in a form body, and returns the response's status and, unless
-// it switched protocols, its body.
-func upgradeWithForm(ctx context.Context, config *rest.Config, u *url.URL, form string) (int, string, error) {
-	rt, _, err := spdy.RoundTripperFor(config)
+// websocketExec runs the exec at u (its parameters in the query) over a
+// WebSocket, as the kubelet's legacy stream server speaks it
+// (v4.channel.k8s.io: each message a channel byte, 1 for stdout, then
+// data), and returns stdout. A refused handshake is an error with the
+// status and body.
+func websocketExec(ctx context.Context, config *rest.Config, u *url.URL) (string, error) {
+	tlsConfig, err := rest.TLSConfigFor(config)
 	if err != nil {
-		return 0, "", err
+		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form))
+	header := http.Header{}
+	if config.BearerToken != "" {
+		header.Set("Authorization", "Bearer "+config.BearerToken)
+	}
+	dialer := gwebsocket.Dialer{TLSClientConfig: tlsConfig, Subprotocols: []string{"v4.channel.k8s.io"}, HandshakeTimeout: 10 * time.Second}
+	ws := *u
+	ws.Scheme = "wss"
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, resp, err := dialer.DialContext(ctx, ws.String(), header)
 	if err != nil {
-		return 0, "", err
+		if resp != nil {
+			body, _ := io.ReadAll(resp.Body)
+			return "", fmt.Errorf("%w: %s: %s", err, resp.Status, strings.TrimSpace(string(body)))
+		}
+		return "", err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set(httpstream.HeaderConnection, httpstream.HeaderUpgrade)
-	req.Header.Set(httpstream.HeaderUpgrade, "SPDY/3.1")
-	req.Header.Set(httpstream.HeaderProtocolVersion, "v4.channel.k8s.io")
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		return 0, "", err
+	defer conn.Close()
+	var stdout strings.Builder
+	for {
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			if gwebsocket.IsCloseError(err, gwebsocket.CloseNormalClosure) || stdout.Len() > 0 {
+				return stdout.String(), nil
+			}
+			return stdout.String(), err
+		}
+		if len(data) > 0 && data[0] == 1 {
+			stdout.Write(data[1:])
+		}
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		return resp.StatusCode, "", nil
-	}
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
 }
 
-// reachesKubelet reports, as an error, unless an exec sent through
-// nodes/proxy passed the apiserver and the kubelet took its parameters:
-// either it runs (101 Switching Protocols) or the kubelet, having asked
-// the runtime for the exec session, fails to forward the request to the
-// runtime's stream server (500: it read the form body, so the body it
-// forwards is empty), as v1.37's kubelet does with containerd.
-func reachesKubelet(ctx context.Context, config *rest.Config, u *url.URL, form string) (string, error) {
-	code, body, err := upgradeWithForm(ctx, config, u, form)
-	switch {
-	case err != nil:
+// runThrough POSTs to the kubelet's /run endpoint at u (through the
+// apiserver's nodes/proxy) with command, and returns what the kubelet
+// answers: the command's output. A refusal is an error with the status and
+// body.
+func runThrough(ctx context.Context, config *rest.Config, u *url.URL, command string) (string, error) {
+	client, err := rest.HTTPClientFor(config)
+	if err != nil {
 		return "", err
-	case code == http.StatusSwitchingProtocols:
-		return "101 Switching Protocols", nil
-	case code == http.StatusInternalServerError && strings.Contains(body, "error sending request"):
-		return fmt.Sprintf("%d %s", code, strings.TrimSpace(body)), nil
 	}
-	return "", fmt.Errorf("status %d: %s", code, body)
+	run := *u
+	run.RawQuery = url.Values{"cmd": {command}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, run.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return string(body), nil
 }
 
 // forwardThrough port-forwards a free local port to remote through u (a

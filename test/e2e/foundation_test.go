@@ -204,12 +204,12 @@ func TestHelpListsEveryRegisteredPlugin(t *testing.T) {
 }
 
 // Our -h is upstream's, except for the names of the plugins we add and our
-// one section of flags, "Embedded etcd flags".
+// sections of flags.
 func TestHelpMatchesUpstream(t *testing.T) {
 	ours := runBinary(t, "kube-apiserver", "-h")
 	upstream := runBinary(t, "kube-apiserver-upstream", "-h")
 	// Our own flags are in sections of their own.
-	for _, title := range []string{"Embedded etcd", "Validation"} {
+	for _, title := range []string{"Embedded etcd", "Validation", "Turnstile authorization"} {
 		section := regexp.MustCompile(`(?ms)^` + title + ` flags:\n.*?\n(^\S[^\n]* flags:$)`)
 		if !section.MatchString(ours) {
 			t.Fatalf("-h has no %q flags section", title)

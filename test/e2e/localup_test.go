@@ -110,14 +110,21 @@ type localUp struct {
 
 // startLocalUp starts local-up on free ports with the example
 // AdmissionConfiguration and args, in a new state directory, and waits for
-// its ready message.
+// its ready message. The directory's name is short, not t.TempDir's (which
+// holds the test's name): the nodes' unix sockets live under it, and a
+// socket's path has at most 107 bytes.
 func startLocalUp(t *testing.T, args ...string) *localUp {
 	t.Helper()
 	binary, err := framework.Binary("local-up")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return launchLocalUp(t, localUpRun{dir: t.TempDir(), bin: filepath.Dir(binary)}, args...)
+	dir, err := os.MkdirTemp("", "local-up-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return launchLocalUp(t, localUpRun{dir: dir, bin: filepath.Dir(binary)}, args...)
 }
 
 // localUpRun is where a local-up runs from and as whom.

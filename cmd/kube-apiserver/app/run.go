@@ -32,10 +32,11 @@ import (
 //go:linkname apiVersionPriorities k8s.io/kubernetes/cmd/kube-apiserver/app.apiVersionPriorities
 var apiVersionPriorities map[schema.GroupVersion]controlplaneapiserver.APIServicePriority
 
-// run is upstream's Run with our server chain, and the admission
-// configuration file reloaded when it changes. When PodSecurityPolicy is not
-// served the chain is exactly upstream's.
-func run(ctx context.Context, opts options.CompletedOptions) error {
+// run is upstream's Run with our server chain, our authorization rules, and
+// the admission configuration file reloaded when it changes. When
+// PodSecurityPolicy is not served and no rule is on, the chain is exactly
+// upstream's.
+func run(ctx context.Context, opts options.CompletedOptions, authz authorizationOptions) error {
 	klog.Infof("Version: %+v", utilversion.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 
@@ -47,6 +48,7 @@ func run(ctx context.Context, opts options.CompletedOptions) error {
 	if err != nil {
 		return err
 	}
+	authz.apply(config)
 	kube := config.KubeAPIs.ControlPlane.Generic
 	reloader, err := newAdmissionReloader(opts, kube, config.KubeAPIs.ControlPlane.VersionedInformers)
 	if err != nil {

@@ -2,7 +2,8 @@
 // creates its options and their flags in one step, leaving no point at which
 // to add admission plugins, so we build the command here from upstream's
 // parts: its options, its flag sets and its Run. The only flags of our own
-// are the embedded etcd ones and --validate-only's. Before Run, the admission
+// are the embedded etcd ones, --validate-only's and the authorization rules
+// of authorization.go. Before Run, the admission
 // configuration file is checked strictly (pkg/admission/configfile);
 // --validate-only runs every check and exits (validate.go).
 package app
@@ -101,9 +102,9 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
 			if !etcd.Enabled() {
-				return run(ctx, completed)
+				return run(ctx, completed, srv.authorization)
 			}
-			return runWithEmbeddedEtcd(ctx, completed, etcd)
+			return runWithEmbeddedEtcd(ctx, completed, etcd, srv.authorization)
 		},
 		Args: func(cmd *cobra.Command, args []string) error {
 			for _, arg := range args {
@@ -128,10 +129,11 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 // --validate-only --from-manifest builds a second one for the manifest's
 // command line.
 type serverFlags struct {
-	options  *options.ServerRunOptions
-	etcd     embeddedetcd.Options
-	validate validateOptions
-	flags    cliflag.NamedFlagSets
+	options       *options.ServerRunOptions
+	etcd          embeddedetcd.Options
+	validate      validateOptions
+	authorization authorizationOptions
+	flags         cliflag.NamedFlagSets
 }
 
 func newServerFlags() (*serverFlags, error) {
@@ -143,6 +145,7 @@ func newServerFlags() (*serverFlags, error) {
 	srv.options.Flagz = flagz.NamedFlagSetsReader{FlagSets: srv.flags}
 	srv.etcd.AddFlags(srv.flags.FlagSet("embedded etcd"))
 	srv.validate.addFlags(srv.flags.FlagSet("validation"))
+	srv.authorization.addFlags(srv.flags.FlagSet("turnstile authorization"))
 	verflag.AddFlags(srv.flags.FlagSet("global"))
 	globalflag.AddGlobalFlags(srv.flags.FlagSet("global"), "kube-apiserver", logs.SkipLoggingConfigurationFlags())
 	return srv, nil
@@ -152,7 +155,7 @@ func newServerFlags() (*serverFlags, error) {
 // apiserver drains and stops first and etcd closes last, so every write the
 // apiserver acknowledged is on disk. If etcd fails, the apiserver is shut
 // down and the command exits with etcd's error.
-func runWithEmbeddedEtcd(ctx context.Context, completed options.CompletedOptions, o *embeddedetcd.Options) error {
+func runWithEmbeddedEtcd(ctx context.Context, completed options.CompletedOptions, o *embeddedetcd.Options, authz authorizationOptions) error {
 	e, err := embeddedetcd.Start(o)
 	if err != nil {
 		return err
@@ -168,7 +171,7 @@ func runWithEmbeddedEtcd(ctx context.Context, completed options.CompletedOptions
 		case <-ctx.Done():
 		}
 	}()
-	err = run(ctx, completed)
+	err = run(ctx, completed, authz)
 	e.Close()
 	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause

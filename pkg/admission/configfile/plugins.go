@@ -75,8 +75,8 @@ var checks = map[string]check{
 	podtolerationrestriction.PluginName: versioned(podtolerationrestrictioninstall.Install, podtolerationrestrictionvalidation.ValidateConfiguration),
 	resourcequota.PluginName:            versioned(resourcequotainstall.Install, validateResourceQuota),
 	securitycontextdeny.PluginName:      restored[securitycontextdenyv1alpha1.SecurityContextDenyConfiguration](securitycontextdenyv1alpha1.AddToScheme),
-	exec.DenyEscalatingExec:             restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme),
-	exec.DenyExecOnPrivileged:           restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme),
+	exec.DenyEscalatingExec:             restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme, execv1alpha1.Validate),
+	exec.DenyExecOnPrivileged:           restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme, execv1alpha1.Validate),
 	persistentvolumelabel.PluginName:    factory(persistentvolumelabel.NewFromConfig),
 	podsecuritypolicy.PluginName:        restored[podsecuritypolicyv1alpha1.PodSecurityPolicyConfiguration](podsecuritypolicyv1alpha1.AddToScheme, podsecuritypolicyv1alpha1.Validate),
 }

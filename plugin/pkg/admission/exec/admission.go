@@ -17,11 +17,13 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/admission"
 	genericadmissioninitializer "k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/client-go/informers"
@@ -29,6 +31,8 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
+	psaapi "k8s.io/pod-security-admission/api"
+	psapolicy "k8s.io/pod-security-admission/policy"
 
 	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec/apis/v1alpha1"
@@ -69,9 +73,12 @@ func factory(name string) admission.Factory {
 		if _, err := pluginconfig.Decode(name, config, scheme, &c); err != nil {
 			return nil, err
 		}
+		if err := v1alpha1.Validate(&c); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 		klog.InfoS("Admission plugin is deprecated upstream (removed in v1.21); a policy-based admission replaces it",
 			"plugin", name, "perContainer", c.PerContainer, "treatHostProcessAsPrivileged", c.TreatHostProcessAsPrivileged,
-			"coverPortForward", c.CoverPortForward, "coverNodeProxy", c.CoverNodeProxy)
+			"coverPortForward", c.CoverPortForward, "coverNodeProxy", c.CoverNodeProxy, "requirePodSecurityLevel", c.RequirePodSecurityLevel)
 		return New(name, c), nil
 	}
 }
@@ -87,9 +94,18 @@ type Plugin struct {
 	name   string
 	checks Checks
 	config v1alpha1.ExecConfiguration
+	// level is RequirePodSecurityLevel's, judged by evaluator; none when
+	// it is empty.
+	level  *psaapi.LevelVersion
 	pods   corev1listers.PodLister
 	client kubernetes.Interface
 }
+
+// evaluator is Pod Security Admission's, with its checks; it holds no
+// state of a request.
+var evaluator = sync.OnceValues(func() (psapolicy.Evaluator, error) {
+	return psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
+})
 
 var (
 	_ admission.ValidationInterface                                = &Plugin{}
@@ -100,7 +116,11 @@ var (
 // New returns the plugin registered as name (DenyEscalatingExec or
 // DenyExecOnPrivileged), configured by c.
 func New(name string, c v1alpha1.ExecConfiguration) *Plugin {
-	return &Plugin{Handler: admission.NewHandler(admission.Connect), name: name, checks: checks[name], config: c}
+	p := &Plugin{Handler: admission.NewHandler(admission.Connect), name: name, checks: checks[name], config: c}
+	if c.RequirePodSecurityLevel != "" {
+		p.level = &psaapi.LevelVersion{Level: psaapi.Level(c.RequirePodSecurityLevel), Version: psaapi.LatestVersion()}
+	}
+	return p
 }
 
 // SetExternalKubeInformerFactory wires the pod lister. The plugin does not
@@ -137,6 +157,17 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if what := p.deny(pod, r.container); what != "" {
 		return admission.NewForbidden(a, r.refusal(p.name, "cannot "+r.action+" "+what))
 	}
+	if p.level != nil {
+		e, err := evaluator()
+		if err != nil {
+			return admission.NewForbidden(a, r.refusal(p.name, err.Error()))
+		}
+		if result := psapolicy.AggregateCheckResults(e.EvaluatePod(*p.level, &pod.ObjectMeta, &pod.Spec)); !result.Allowed {
+			// Not a check of upstream's: the plugin is named even for exec.
+			return admission.NewForbidden(a, r.named(p.name, fmt.Sprintf("cannot %s a pod that fails the Pod Security Standards %s level: %s",
+				r.action, p.level.Level, result.ForbiddenDetail())))
+		}
+	}
 	return nil
 }
 
@@ -150,17 +181,27 @@ type request struct {
 const (
 	execOrAttach = "exec into or attach to"
 	portForward  = "port-forward to"
+	proxyTo      = "proxy to"
 )
 
 // request returns the pod request a judges, if the plugin judges it:
-// pods/exec and pods/attach always; pods/portforward with coverPortForward;
-// the kubelet's streaming endpoints through nodes/proxy with coverNodeProxy.
+// pods/exec and pods/attach always; pods/portforward and pods/proxy with
+// coverPortForward (to a pod on the host's network, either reaches the
+// node's ports); the kubelet's streaming endpoints through nodes/proxy
+// with coverNodeProxy.
 func (p *Plugin) request(a admission.Attributes) (request, bool) {
 	switch gr, sub := a.GetResource().GroupResource(), a.GetSubresource(); {
 	case gr == api.Resource("pods") && (sub == "exec" || sub == "attach"):
 		return request{namespace: a.GetNamespace(), pod: a.GetName(), container: targetContainer(a.GetObject()), action: execOrAttach}, true
 	case gr == api.Resource("pods") && sub == "portforward" && p.config.CoverPortForward:
 		return request{namespace: a.GetNamespace(), pod: a.GetName(), action: portForward}, true
+	case gr == api.Resource("pods") && sub == "proxy" && p.config.CoverPortForward:
+		// The name is [scheme:]pod[:port], as the apiserver reads it.
+		_, pod, _, valid := utilnet.SplitSchemeNamePort(a.GetName())
+		if !valid {
+			return request{}, false
+		}
+		return request{namespace: a.GetNamespace(), pod: pod, action: proxyTo}, true
 	case gr == api.Resource("nodes") && sub == "proxy" && p.config.CoverNodeProxy:
 		opts, ok := a.GetObject().(*api.NodeProxyOptions)
 		if !ok {
@@ -176,8 +217,9 @@ func (p *Plugin) request(a admission.Attributes) (request, bool) {
 }
 
 // kubeletStream reads a nodes/proxy path the way the kubelet routes it
-// (pkg/kubelet/server): /exec, /attach and /run take
-// /{namespace}/{pod}[/{uid}]/{container}, /portForward
+// (pkg/kubelet/server): /exec, /attach, /run and /checkpoint (an archive
+// of the container's memory and files, which tells as much as a shell)
+// take /{namespace}/{pod}[/{uid}]/{container}, /portForward
 // /{namespace}/{pod}[/{uid}]. The apiserver cleans the path before it
 // proxies it (net.JoinPreservingTrailingSlash), so it is judged cleaned. A
 // path that names a pod but not in a shape the kubelet routes is judged on
@@ -189,7 +231,7 @@ func kubeletStream(proxyPath string) (request, bool) {
 	}
 	r := request{namespace: parts[1], pod: parts[2], action: execOrAttach, via: "nodes/proxy"}
 	switch parts[0] {
-	case "exec", "attach", "run":
+	case "exec", "attach", "run", "checkpoint":
 		if len(parts) == 4 || len(parts) == 5 {
 			r.container = parts[len(parts)-1]
 		}
@@ -206,13 +248,19 @@ func kubeletStream(proxyPath string) (request, bool) {
 // plugin's name first (so the user knows which option refused it) and, for
 // nodes/proxy, the pod.
 func (r request) refusal(plugin, reason string) error {
-	switch {
-	case r.via != "":
-		return fmt.Errorf("%s: %s (pod %s/%s, through %s)", plugin, reason, r.namespace, r.pod, r.via)
-	case r.action != execOrAttach:
-		return fmt.Errorf("%s: %s", plugin, reason)
+	if r.via == "" && r.action == execOrAttach {
+		return errors.New(reason)
 	}
-	return errors.New(reason)
+	return r.named(plugin, reason)
+}
+
+// named is reason with the plugin's name first and, for nodes/proxy, the
+// pod.
+func (r request) named(plugin, reason string) error {
+	if r.via != "" {
+		return fmt.Errorf("%s: %s (pod %s/%s, through %s)", plugin, reason, r.namespace, r.pod, r.via)
+	}
+	return fmt.Errorf("%s: %s", plugin, reason)
 }
 
 // pod returns the pod from the informer, or with one live GET when the

@@ -2,14 +2,19 @@ package exec
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
 
+	restful "github.com/emicklei/go-restful/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/client-go/kubernetes/fake"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -79,6 +84,12 @@ func connect(subresource, container string) admission.Attributes {
 func nodeProxy(path string) admission.Attributes {
 	return admission.NewAttributesRecord(&api.NodeProxyOptions{Path: path}, nil, api.Kind("Node").WithVersion("version"), "", "n1",
 		api.Resource("nodes").WithVersion("version"), "proxy", admission.Connect, nil, false, nil)
+}
+
+// podProxy is a CONNECT of pods/proxy on name ([scheme:]pod[:port]).
+func podProxy(name string) admission.Attributes {
+	return admission.NewAttributesRecord(&api.PodProxyOptions{Path: "/healthz"}, nil, api.Kind("Pod").WithVersion("version"), "ns", name,
+		api.Resource("pods").WithVersion("version"), "proxy", admission.Connect, nil, false, nil)
 }
 
 // intoInitContainers moves every container into initContainers: the second
@@ -324,7 +335,16 @@ func TestCoverPortForwardAndNodeProxy(t *testing.T) {
 			pod: hostNetwork, a: nodeProxy("portForward/ns/p")},
 		{name: "nodes/proxy portForward", plugin: escalating, config: both, pod: hostNetwork, a: nodeProxy("portForward/ns/p"),
 			wantErr: "DenyEscalatingExec: cannot port-forward to a container using host network (pod ns/p, through nodes/proxy)"},
+		{name: "nodes/proxy checkpoint, judged as an exec", plugin: escalating, config: both, pod: with(privilegedFirst), a: nodeProxy("checkpoint/ns/p/a"),
+			wantErr: "DenyEscalatingExec: cannot exec into or attach to a privileged container (pod ns/p, through nodes/proxy)"},
 		{name: "nodes/proxy other endpoints", plugin: escalating, config: both, pod: with(privilegedFirst), a: nodeProxy("containerLogs/ns/p/a")},
+
+		{name: "pods/proxy, historic", plugin: escalating, pod: hostNetwork, a: podProxy("https:p:10250")},
+		{name: "pods/proxy to a host network pod", plugin: escalating, config: both, pod: hostNetwork, a: podProxy("https:p:10250"),
+			wantErr: `pods "https:p:10250" is forbidden: DenyEscalatingExec: cannot proxy to a container using host network`},
+		{name: "pods/proxy by the pod's name alone", plugin: escalating, config: both, pod: hostNetwork, a: podProxy("p"),
+			wantErr: "cannot proxy to a container using host network"},
+		{name: "pods/proxy to a plain pod", plugin: escalating, config: both, pod: plainPod(), a: podProxy("p:8080")},
 		{name: "nodes/proxy too short to name a pod", plugin: escalating, config: both, pod: with(privilegedFirst), a: nodeProxy("exec/ns")},
 		{name: "nodes/proxy perContainer reaches a plain container", plugin: escalating,
 			config: v1alpha1.ExecConfiguration{CoverNodeProxy: true, PerContainer: true}, pod: with(privilegedFirst), a: nodeProxy("exec/ns/p/b")},
@@ -384,6 +404,10 @@ func TestConfiguration(t *testing.T) {
 		{name: "all", config: header + "perContainer: true\ntreatHostProcessAsPrivileged: true\ncoverPortForward: true\ncoverNodeProxy: true\n",
 			want: v1alpha1.ExecConfiguration{PerContainer: true, TreatHostProcessAsPrivileged: true, CoverPortForward: true, CoverNodeProxy: true}},
 		{name: "none", config: header},
+		{name: "a Pod Security Standards level", config: header + "requirePodSecurityLevel: baseline\n",
+			want: v1alpha1.ExecConfiguration{RequirePodSecurityLevel: "baseline"}},
+		{name: "no such level", config: header + "requirePodSecurityLevel: privileged\n",
+			wantErr: `DenyEscalatingExec: requirePodSecurityLevel: Unsupported value: "privileged": supported values: "baseline", "restricted"`},
 		{name: "unknown field", config: header + "perContainers: true\n",
 			wantErr: `DenyEscalatingExec: invalid configuration (want apiVersion exec.admission.turnstile.dev/v1alpha1, kind ExecConfiguration): strict decoding error: unknown field "perContainers"`},
 		{name: "other group", config: "apiVersion: securitycontextdeny.admission.turnstile.dev/v1alpha1\nkind: ExecConfiguration\n",
@@ -415,7 +439,114 @@ func TestExampleConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := got.(*Plugin).config; !c.PerContainer || !c.TreatHostProcessAsPrivileged || !c.CoverPortForward || !c.CoverNodeProxy {
+	if c := got.(*Plugin).config; !c.PerContainer || !c.TreatHostProcessAsPrivileged || !c.CoverPortForward || !c.CoverNodeProxy || c.RequirePodSecurityLevel != "baseline" {
 		t.Errorf("example: %+v", c)
+	}
+}
+
+// requirePodSecurityLevel refuses what the plugin judges into a pod that
+// fails the level, naming upstream's failing checks: a pod is the node's
+// when it mounts the node's root or its runtime's socket, or holds
+// CAP_SYS_ADMIN, privileged or not.
+func TestRequirePodSecurityLevel(t *testing.T) {
+	baseline := v1alpha1.ExecConfiguration{RequirePodSecurityLevel: "baseline", CoverPortForward: true, CoverNodeProxy: true}
+	hostPath := func(path string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}})
+		}
+	}
+	sysAdmin := func(p *corev1.Pod) {
+		p.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+	}
+	restrictedOnly := func(p *corev1.Pod) {
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](0)}
+	}
+	tests := []struct {
+		name    string
+		plugin  string
+		config  v1alpha1.ExecConfiguration
+		pod     *corev1.Pod
+		a       admission.Attributes
+		wantErr string
+	}{
+		{name: "hostPath /, off: as upstream", plugin: privileged, pod: with(hostPath("/")), a: connect("exec", "a")},
+		{name: "hostPath /", plugin: privileged, config: baseline, pod: with(hostPath("/")), a: connect("exec", "a"),
+			wantErr: `pods "p" is forbidden: DenyExecOnPrivileged: cannot exec into or attach to a pod that fails the Pod Security Standards baseline level: hostPath volumes (volume "host")`},
+		{name: "the containerd socket", plugin: escalating, config: baseline, pod: with(hostPath("/run/containerd/containerd.sock")), a: connect("attach", ""),
+			wantErr: `DenyEscalatingExec: cannot exec into or attach to a pod that fails the Pod Security Standards baseline level: hostPath volumes (volume "host")`},
+		{name: "CAP_SYS_ADMIN", plugin: privileged, config: baseline, pod: with(sysAdmin), a: connect("exec", "a"),
+			wantErr: `DenyExecOnPrivileged: cannot exec into or attach to a pod that fails the Pod Security Standards baseline level: non-default capabilities (container "b" must not include "SYS_ADMIN" in securityContext.capabilities.add)`},
+		{name: "port-forward", plugin: escalating, config: baseline, pod: with(sysAdmin), a: connect("portforward", ""),
+			wantErr: `DenyEscalatingExec: cannot port-forward to a pod that fails the Pod Security Standards baseline level: non-default capabilities`},
+		{name: "nodes/proxy", plugin: escalating, config: baseline, pod: with(hostPath("/")), a: nodeProxy("exec/ns/p/a"),
+			wantErr: `DenyEscalatingExec: cannot exec into or attach to a pod that fails the Pod Security Standards baseline level: hostPath volumes (volume "host") (pod ns/p, through nodes/proxy)`},
+		{name: "a plain pod meets baseline", plugin: escalating, config: baseline, pod: plainPod(), a: connect("exec", "a")},
+		{name: "root meets baseline", plugin: escalating, config: baseline, pod: with(restrictedOnly), a: connect("exec", "a")},
+		{name: "root fails restricted", plugin: escalating, config: v1alpha1.ExecConfiguration{RequirePodSecurityLevel: "restricted"}, pod: with(restrictedOnly), a: connect("exec", "a"),
+			wantErr: "fails the Pod Security Standards restricted level: allowPrivilegeEscalation != false"},
+		{name: "the plugin's own check comes first", plugin: escalating, config: baseline, pod: with(privilegedFirst), a: connect("exec", "a"),
+			wantErr: `pods "p" is forbidden: cannot exec into or attach to a privileged container`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plugin, _ := newPlugin(tt.plugin, tt.config, []*corev1.Pod{tt.pod}, nil)
+			checkErr(t, plugin.Validate(context.Background(), tt.a, nil), tt.wantErr)
+		})
+	}
+}
+
+// A nodes/proxy path with encoded characters is judged on the pod the
+// kubelet would route it to. The request's path is decoded as the
+// apiserver decodes it (net/url), joined onto the kubelet's URL as its
+// nodes/proxy joins it (upstream's JoinPreservingTrailingSlash), sent, and
+// routed by go-restful, the kubelet's router, with the kubelet's route
+// templates; the plugin must name the same pod, or refuse.
+func TestNodeProxyPathsAsTheKubeletRoutesThem(t *testing.T) {
+	// The kubelet's routes of the streaming endpoints (pkg/kubelet/server).
+	kubelet := restful.NewContainer()
+	routed := map[string]string{}
+	ws := new(restful.WebService)
+	for _, endpoint := range []string{"exec", "attach", "run", "checkpoint"} {
+		for _, template := range []string{"/{podNamespace}/{podID}/{containerName}", "/{podNamespace}/{podID}/{uid}/{containerName}"} {
+			ws.Route(ws.POST("/" + endpoint + template).To(func(req *restful.Request, _ *restful.Response) {
+				routed["pod"] = req.PathParameter("podNamespace") + "/" + req.PathParameter("podID")
+			}))
+		}
+	}
+	kubelet.Add(ws)
+	for _, tc := range []struct {
+		requestPath string // after /api/v1/nodes/n1/proxy/, as sent
+		// pod is what the kubelet routes to, "" for nothing.
+		pod string
+	}{
+		{"exec/ns/p/a", "ns/p"},
+		{"exec%2Fns%2Fp%2Fa", "ns/p"},
+		{"exec/ns/p%2Fa", "ns/p"},
+		{"%2e%2e/exec/ns/p/a", "ns/p"},
+		{"x/%2e%2e/exec/ns/p/a", "ns/p"},
+		{"exec/ns/x/%2e%2e/p/a", "ns/p"},
+		{"exec/ns/p%3Fx=y/a", "ns/p?x=y"},
+		{"exec/ns/p/a%3Fcommand=id", "ns/p"},
+		{"run/ns/p/uid/a", "ns/p"},
+		{"checkpoint/ns/p/a", "ns/p"},
+	} {
+		t.Run(tc.requestPath, func(t *testing.T) {
+			u, err := url.Parse("https://apiserver/api/v1/nodes/n1/proxy/" + tc.requestPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxied := strings.TrimPrefix(u.Path, "/api/v1/nodes/n1/proxy/")
+			forwarded := url.URL{Scheme: "https", Host: "n1:10250", Path: utilnet.JoinPreservingTrailingSlash("/", proxied)}
+			clear(routed)
+			rec := httptest.NewRecorder()
+			kubelet.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, forwarded.String(), nil))
+			if routed["pod"] != tc.pod {
+				t.Fatalf("the kubelet routes %s to pod %q, want %q", forwarded.String(), routed["pod"], tc.pod)
+			}
+			r, judged := kubeletStream(proxied)
+			if got := r.namespace + "/" + r.pod; !judged || got != tc.pod {
+				t.Errorf("the plugin judges %q as pod %q (judged %t), the kubelet routes it to %q", proxied, got, judged, tc.pod)
+			}
+		})
 	}
 }

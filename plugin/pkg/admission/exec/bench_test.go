@@ -26,6 +26,8 @@ func BenchmarkValidate(b *testing.B) {
 		{name: "DenyEscalatingExec/perContainer", checks: escalating, config: v1alpha1.ExecConfiguration{PerContainer: true}, target: "proxy"},
 		{name: "DenyEscalatingExec/coverNodeProxy", checks: escalating, config: v1alpha1.ExecConfiguration{CoverNodeProxy: true},
 			a: nodeProxy("exec/ns/p/proxy")},
+		{name: "DenyEscalatingExec/requirePodSecurityLevel", checks: escalating, config: v1alpha1.ExecConfiguration{RequirePodSecurityLevel: "baseline"}},
+		{name: "DenyEscalatingExec/pods-proxy", checks: escalating, config: v1alpha1.ExecConfiguration{CoverPortForward: true}, a: podProxy("p:8080")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			plugin, client := newPlugin(bc.checks, bc.config, []*corev1.Pod{fixtures.Pod("p", "ns")}, nil)

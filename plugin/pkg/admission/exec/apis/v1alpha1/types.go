@@ -8,14 +8,18 @@
 //	treatHostProcessAsPrivileged: true
 //	coverPortForward: true
 //	coverNodeProxy: true
+//	requirePodSecurityLevel: baseline
 //
 // Without an entry the plugins behave exactly as upstream's last version.
 package v1alpha1
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // GroupName is the configuration's API group.
@@ -57,6 +61,27 @@ type ExecConfiguration struct {
 	// pods/exec admission. It cannot see requests sent to the kubelet's port
 	// directly; only RBAC on nodes/proxy closes that (docs/security.md).
 	CoverNodeProxy bool `json:"coverNodeProxy,omitempty"`
+
+	// RequirePodSecurityLevel, when baseline or restricted, also refuses
+	// every request the plugin judges into a pod that fails that Pod
+	// Security Standards level, judged by Pod Security Admission's own
+	// checks at their latest version. A pod that mounts the node's / or
+	// its container runtime's socket, or holds CAP_SYS_ADMIN, is the node
+	// as much as a privileged container is, and upstream's checks name
+	// them all. The refusal names the checks the pod fails. Empty (the
+	// default): the plugin's own checks only, as upstream.
+	RequirePodSecurityLevel string `json:"requirePodSecurityLevel,omitempty"`
+}
+
+// PodSecurityLevels are the levels RequirePodSecurityLevel takes.
+var PodSecurityLevels = []string{"baseline", "restricted"}
+
+// Validate checks the fields.
+func Validate(c *ExecConfiguration) error {
+	if l := c.RequirePodSecurityLevel; l != "" && !slices.Contains(PodSecurityLevels, l) {
+		return field.NotSupported(field.NewPath("requirePodSecurityLevel"), l, PodSecurityLevels)
+	}
+	return nil
 }
 
 // DeepCopyObject implements runtime.Object.
