@@ -393,10 +393,8 @@ containerd: ## containerd 2.x (containerd, its runc shim, ctr) for the nodes of 
 	done
 # <<< conformance
 
-test: verify test-unit test-e2e test-line ## Verify, then unit, e2e, every older line's tier, short HA, real-node and conformance-tier tests (the last three as root only). CI runs this.
-	# The HA control plane and the real nodes need root for their network namespaces.
-	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory test-ha test-node test-conformance HA_FLAGS=-short; \
-	else echo "test: SKIPPED make test-ha, test-node and test-conformance: they need root (network namespaces, a bridge, cgroups); run them as root" >&2; fi
+test: ## Verify, then unit, e2e, every older line's tier, short HA, real-node and conformance-tier tests (the last three as root only), and how long each took. CI runs this.
+	MAKE="$(MAKE)" hack/test.sh
 
 # >>> lines (lines/README.md): an older line's tier, the bump and the canary.
 # The tier is the line's unit tests (PodSecurityPolicy's v1.24 decision cases
