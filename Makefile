@@ -439,7 +439,7 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 	hack/install-package.sh containerd containerd || true
 	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(TEST_PLATFORMS)" \
-		$(GO) test -count=1 -timeout 45m -v -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/...
+		$(GO) test -count=1 -timeout 45m -parallel 4 -v -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/...
 
 # The whole release as users get it, both platforms: what make test-e2e
 # checks of its host-only release, plus the arm64 binary under qemu (its

@@ -64,6 +64,7 @@ func verifySetup(t testing.TB) (*pspadmission.Decider, *RBAC, *Judge) {
 // only Pod Security Admission's per-namespace level may differ, and is
 // named.
 func TestVerify(t *testing.T) {
+	t.Parallel() // each compiles its own replacement: seconds of CPU
 	ctx := context.Background()
 	decider, rbac, judge := verifySetup(t)
 	v, err := Verify(ctx, decider, judge, rbac, nil, []string{"kube-system", "team", "apps"})
@@ -87,6 +88,7 @@ func TestVerify(t *testing.T) {
 // grant made to someone new, for a user and for a pod's service account.
 // Each is decided both ways, against the RBAC of the moment.
 func TestReplacementFollowsRBAC(t *testing.T) {
+	t.Parallel() // each compiles its own replacement: seconds of CPU
 	ctx := context.Background()
 	policyObjects, rbacObjects := withTestdata(t)
 	rbacOf := func(objects ...runtime.Object) authorizer.Authorizer {
@@ -182,6 +184,7 @@ func TestReplacementFollowsRBAC(t *testing.T) {
 // exceeds CEL's cost budget, and the replacement refuses where
 // PodSecurityPolicy admits.
 func TestAuthorizerBudget(t *testing.T) {
+	t.Parallel() // each compiles its own replacement: seconds of CPU
 	ctx := context.Background()
 	permissive := func(name string) *policyv1beta1.PodSecurityPolicy {
 		return &policyv1beta1.PodSecurityPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: policyv1beta1.PodSecurityPolicySpec{

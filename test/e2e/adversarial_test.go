@@ -166,7 +166,11 @@ plugins:
 	kubeletExec := kubelet.JoinPath("exec/tenant/privileged/c")
 	kubeletExec.RawQuery = "command=id&output=1"
 	t.Run("nodes/proxy and the kubelet's port: get alone runs a command in a privileged pod over a WebSocket, create through the apiserver", func(t *testing.T) {
-		if out, err := websocketExec(ctx, kubeletConfig(token), kubeletExec); err == nil || !strings.Contains(err.Error(), "403") {
+		// Asked as another service account without the grant: the kubelet
+		// keeps a refusal for 30 s (its webhook authorizer's cache), so
+		// alice's own would delay her grant below.
+		stranger := strings.TrimSpace(lu.mustKubectl(t, "-n", "tenant", "create", "token", "default", "--duration=1h"))
+		if out, err := websocketExec(ctx, kubeletConfig(stranger), kubeletExec); err == nil || !strings.Contains(err.Error(), "403") {
 			t.Errorf("a WebSocket exec at the kubelet without a grant: %v\n%s", err, out)
 		}
 		if out, err := runThrough(ctx, alice.config, proxyRun, "id"); err == nil || !strings.Contains(err.Error(), `cannot create resource \"nodes/proxy\"`) {
@@ -179,7 +183,6 @@ plugins:
 		// get alone, as many monitoring tools hold it.
 		lu.mustKubectl(t, "create", "clusterrole", "nodes-proxy-get", "--verb=get", "--resource=nodes/proxy")
 		lu.mustKubectl(t, "create", "clusterrolebinding", "alice-nodes-proxy-get", "--clusterrole=nodes-proxy-get", "--serviceaccount=tenant:alice")
-		// The kubelet keeps a refusal for 30 s (its webhook authorizer's cache).
 		if out, err := eventually(ctx, func() (string, error) { return websocketExec(ctx, kubeletConfig(token), kubeletExec) }); err != nil || !strings.Contains(out, "uid=0(root)") {
 			t.Errorf("a WebSocket exec into the privileged pod at the kubelet, with get on nodes/proxy: %v\n%s", err, out)
 		} else {
@@ -648,10 +651,14 @@ func TestAdversarialNodesProxyGetRequiresCreate(t *testing.T) {
 		t.Errorf("the kubelet's /metrics with get on nodes/metrics: %v\n%.200s", err, out)
 	}
 
-	lu.mustKubectl(t, "create", "clusterrole", "nodes-proxy-create", "--verb=create", "--resource=nodes/proxy")
-	lu.mustKubectl(t, "create", "clusterrolebinding", "monitor-create", "--clusterrole=nodes-proxy-create", "--serviceaccount=default:monitor")
-	// The kubelet keeps a refusal for 30 s (its webhook authorizer's cache).
-	if out, err := eventually(ctx, func() (string, error) { return websocketExec(ctx, kubeletConfig(token), kubeletExec) }); err != nil || !strings.Contains(out, "uid=0(root)") {
+	// get with create opens what it opened before. Another service account
+	// holds both: the kubelet keeps monitor's refusal for 30 s (its webhook
+	// authorizer's cache).
+	lu.mustKubectl(t, "create", "serviceaccount", "operator")
+	lu.mustKubectl(t, "create", "clusterrole", "nodes-proxy", "--verb=get,create", "--resource=nodes/proxy")
+	lu.mustKubectl(t, "create", "clusterrolebinding", "operator", "--clusterrole=nodes-proxy", "--serviceaccount=default:operator")
+	operator := strings.TrimSpace(lu.mustKubectl(t, "create", "token", "operator", "--duration=1h"))
+	if out, err := eventually(ctx, func() (string, error) { return websocketExec(ctx, kubeletConfig(operator), kubeletExec) }); err != nil || !strings.Contains(out, "uid=0(root)") {
 		t.Errorf("a WebSocket exec at the kubelet with get and create on nodes/proxy: %v\n%s", err, out)
 	}
 }
