@@ -371,6 +371,7 @@ conformance-check: $(BIN)/conformance ## DIR=v1.Y/<product>: the CNCF bot's chec
 # all-compatible, with the node images only; parallel specs only.
 test-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps ## make test's conformance tier, as root: the specs hack/conformance/ci-specs.txt names, on all-compatible.
 	$(BIN)/conformance -profile all-compatible -specs hack/conformance/ci-specs.txt -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images "" -containerd "" -passes parallel -out $(OUT)/conformance/ci
+	$(call tier_done,test-conformance)
 
 $(BIN)/e2e.test: FORCE
 	$(call goflags,test/conformance) $(GO) test -C test/conformance -c -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $(CURDIR)/$@ k8s.io/kubernetes/test/e2e
@@ -396,6 +397,12 @@ containerd: ## containerd 2.x (containerd, its runc shim, ctr) for the nodes of 
 test: ## Verify, then unit, e2e, every older line's tier, short HA, real-node and conformance-tier tests (the last three as root only), and how long each took. CI runs this.
 	MAKE="$(MAKE)" hack/test.sh
 
+# make test's tiers note when each ended in TIER_LOG (hack/test.sh makes
+# the table from it): one make runs them all, so that the binaries every
+# tier needs are checked once, not once per tier.
+TIER_LOG ?=
+tier_done = $(if $(TIER_LOG),@echo "$(1) $$(date +%s)" >> $(TIER_LOG))
+
 # >>> lines (lines/README.md): an older line's tier, the bump and the canary.
 # The tier is the line's unit tests (PodSecurityPolicy's v1.24 decision cases
 # among them) and, against its own binaries, the e2e checks of the binary
@@ -409,6 +416,7 @@ OLDER_LINES := $(shell grep -v '^\#' lines/supported)
 ifeq ($(LINE),$(MAIN_LINE))
 test-line: ## The tier of every older line (make test runs it): make vulncheck, unit tests, e2e checks of its binaries; LINE=1.Y for one.
 	@for l in $(OLDER_LINES); do $(MAKE) --no-print-directory test-line LINE=$$l || exit 1; done
+	$(call tier_done,test-line)
 else
 test-line: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controller-manager kubectl) vulncheck
 	@echo "test-line: line $(LINE) ($$(hack/line.sh version $(LINE))): unit tests" >&2
@@ -430,6 +438,7 @@ canary: ## VERSION=v1.Y.Z-beta.N: try main's bump to the next minor in a scratch
 test-unit: ## Unit tests (everything but test/e2e), and the scale plot's in test/scale.
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 	$(base_goflags) $(GO) test -C test/scale -count=1 ./...
+	$(call tier_done,test-unit)
 
 test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image ## E2E tests: real etcd and kube-apiserver processes.
 	# The release for this machine's platform, whatever the tree's state, and
@@ -440,6 +449,7 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(TEST_PLATFORMS)" \
 		$(GO) test -count=1 -timeout 45m -parallel 4 -v -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/...
+	$(call tier_done,test-e2e)
 
 # The whole release as users get it, both platforms: what make test-e2e
 # checks of its host-only release, plus the arm64 binary under qemu (its
@@ -458,6 +468,7 @@ test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up nod
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
 		$(GO) test -count=1 -timeout 20m -v -run '^Test(LocalNodes|LocalUpKeepsState|KubeadmInitForReal|Adversarial|PSPMigration)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+	$(call tier_done,test-node)
 
 test-e2e-images: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-deps e2e-images ## The e2e framework's images on a real node, as root: each runs under its name, nothing pulled, and does what the specs use it for.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-e2e-images: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
@@ -518,6 +529,7 @@ test-ha: build $(addprefix $(BIN)/,$(HA_TOOLS)) ## HA control plane (3 etcd, 2 T
 	hack/install-package.sh nft nftables
 	TURNSTILE_HA=1 TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_HA_REPORT=$(CURDIR)/$(OUT)/ha/report.md \
 		$(GO) test -count=1 -timeout 30m -v $(HA_FLAGS) -run '^TestHA(KilledRunLeavesNothing)?$$' ./test/ha/
+	$(call tier_done,test-ha)
 
 test-mutation: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## Each plugin's e2e tests, run with that plugin off: all must fail (slow; PLUGINS=A,B for some).
 	hack/e2e-mutation.sh $(subst $(comma), ,$(PLUGINS))
@@ -527,6 +539,7 @@ DOC_BINARIES := kube-apiserver local-up conformance bench image release nodeimag
 verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) vulncheck ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, generated code up to date, an e2e coverage row for every plugin, no binary or file over 2 MiB in git; the docs' links, anchors, make targets and flags; make vulncheck.
 	hack/verify.sh
 	$(GO) run ./hack/verify-docs -bin $(BIN)
+	$(call tier_done,verify)
 
 clean: ## Remove _output.
 	rm -rf _output
