@@ -727,8 +727,11 @@ func watch(p *process.Process, exited chan<- *process.Process) {
 }
 
 // minUptime is how long a controller must have run for its exit to be
-// taken as a lost leader lease rather than a crash.
-const minUptime = 30 * time.Second
+// taken as a lost leader lease rather than a crash: the controllers' lease
+// lasts 15 s (--leader-elect-lease-duration), and one that held it exits
+// only after failing to renew it for 10 s (--leader-elect-renew-deadline),
+// so an exit sooner than a lease after the start is a crash.
+const minUptime = 15 * time.Second
 
 // restart starts p, which exited, again with command when it is
 // kube-controller-manager or kube-scheduler and ran for minUptime: each

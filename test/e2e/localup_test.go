@@ -78,10 +78,10 @@ func checkControllerRestarted(t *testing.T, c kubernetes.Interface, lu *localUp)
 	if err != nil || lease.Spec.HolderIdentity == nil {
 		t.Fatalf("kube-controller-manager's lease: %v, %+v", err, lease)
 	}
-	// local-up restarts a controller that ran for 30 seconds; one that
-	// exits sooner is broken, and the run ends. It started before local-up
-	// said it was ready.
-	time.Sleep(time.Until(lu.started.Add(lu.took + 31*time.Second)))
+	// local-up restarts a controller that ran for 15 seconds (its
+	// minUptime); one that exits sooner is broken, and the run ends. It
+	// started before local-up said it was ready.
+	time.Sleep(time.Until(lu.started.Add(lu.took + 16*time.Second)))
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
