@@ -56,17 +56,7 @@ plugins:
 	lu := startLocalNodes(t, 1, "-admission-plugins", "DenyEscalatingExec,PodSecurityPolicy",
 		"-pod-security-policies", "../../examples/podsecuritypolicy", "-admission-config", admissionConfig)
 	ctx := t.Context()
-	adminConfig, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := kubernetes.NewForConfigOrDie(adminConfig)
-	nodes, err := admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil || len(nodes.Items) != 1 {
-		t.Fatalf("nodes: %v, %v", nodes, err)
-	}
-	node := nodes.Items[0].Name
-	kubelet := nodeKubeletURL(t, &nodes.Items[0])
+	admin, node, kubelet := theNode(t, lu)
 
 	lu.apply(t, aliceRBAC)
 	token := strings.TrimSpace(lu.mustKubectl(t, "-n", "tenant", "create", "token", "alice", "--duration=1h"))
@@ -597,17 +587,7 @@ func writeExecOptions(t *testing.T, path, options string) {
 func TestAdversarialNodesProxyGetRequiresCreate(t *testing.T) {
 	lu := startLocalNodes(t, 1, "-admission-plugins", "", "-apiserver-arg", nodesproxy.Flag+"=true")
 	ctx := t.Context()
-	adminConfig, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := kubernetes.NewForConfigOrDie(adminConfig)
-	nodes, err := admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil || len(nodes.Items) != 1 {
-		t.Fatalf("nodes: %v, %v", nodes, err)
-	}
-	node := nodes.Items[0].Name
-	kubelet := nodeKubeletURL(t, &nodes.Items[0])
+	admin, node, kubelet := theNode(t, lu)
 	if _, err := admin.CoreV1().Pods("default").Create(ctx, sleeper("privileged", func(p *corev1.Pod) {
 		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
 	}), metav1.CreateOptions{}); err != nil {
@@ -626,7 +606,7 @@ func TestAdversarialNodesProxyGetRequiresCreate(t *testing.T) {
 		t.Errorf("a WebSocket exec at the kubelet with get on nodes/proxy and the flag on: %v\n%s", err, out)
 	}
 	// Do, not DoRaw: DoRaw leaves the refusal's Status undecoded ("unknown").
-	err = monitor.client.CoreV1().RESTClient().Get().AbsPath("api/v1/nodes", node, "proxy", "healthz").Do(ctx).Error()
+	err := monitor.client.CoreV1().RESTClient().Get().AbsPath("api/v1/nodes", node, "proxy", "healthz").Do(ctx).Error()
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), nodesproxy.Reason) {
 		t.Errorf("get through the apiserver's nodes/proxy with the flag on: %v\nwant %q", err, nodesproxy.Reason)
 	}
@@ -1003,6 +983,22 @@ func kubeletConfig(token string) *rest.Config {
 }
 
 // nodeKubeletURL is the node's kubelet endpoint, https://<InternalIP>:<port>.
+// theNode is the admin's client of lu, which runs one node, that node's
+// name and its kubelet's URL.
+func theNode(t *testing.T, lu *localUp) (admin kubernetes.Interface, node string, kubelet *url.URL) {
+	t.Helper()
+	config, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin = kubernetes.NewForConfigOrDie(config)
+	nodes, err := admin.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("nodes: %v, %v", nodes, err)
+	}
+	return admin, nodes.Items[0].Name, nodeKubeletURL(t, &nodes.Items[0])
+}
+
 func nodeKubeletURL(t *testing.T, n *corev1.Node) *url.URL {
 	t.Helper()
 	for _, a := range n.Status.Addresses {

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
@@ -34,19 +35,7 @@ func TestKubectlPSPConvert(t *testing.T) {
 	// (edit is aggregated by kube-controller-manager, which this test
 	// does not run.) dev may create pods in both namespaces.
 	for _, ns := range []string{team, infra} {
-		if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: "pods"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get"}}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "dev"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pods"},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "dev"}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		grantPods(t, admin, ns, "dev", "create", "get")
 	}
 	if _, err := admin.CoreV1().ServiceAccounts(infra).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "agent"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -168,5 +157,24 @@ func TestKubectlPSPConvert(t *testing.T) {
 	agent := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent"}, Spec: hostAgent.Spec}
 	if _, err := controller.CoreV1().Pods(infra).Create(ctx, agent, metav1.CreateOptions{}); err != nil {
 		t.Errorf("the host agent, as its controller creates it: %v", err)
+	}
+}
+
+// grantPods lets user do verbs on pods in namespace ns: a Role "pods" and
+// its RoleBinding "<user>".
+func grantPods(t *testing.T, admin kubernetes.Interface, ns, user string, verbs ...string) {
+	t.Helper()
+	if _, err := admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: verbs}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pods"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
