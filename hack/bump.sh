@@ -11,7 +11,8 @@
 #
 # It pins k8s.io/kubernetes and the staging modules (hack/pin-kubernetes.sh),
 # moves CoreDNS to the version that release's kubeadm deploys and etcd to the
-# one it pins, and the version strings of the README and lines/README.md;
+# one it pins, and the line's version in every doc (make verify refuses a
+# doc that names a version no line pins);
 # then runs the gate: the line's unit tests (PodSecurityPolicy's v1.24
 # decision cases among them) and, on main, the e2e tier and, as root, the
 # conformance tier; an older line's tier is make test-line. It writes
@@ -99,8 +100,11 @@ conformance_count() {
 kubeadm_const() {
 	sed -n "s/^\t$2 = \"\(.*\)\"\$/\1/p" "$1/cmd/kubeadm/app/constants/constants.go"
 }
-# Every file the bump may change, saved so that a failed gate can restore it.
-touched=("${gomods[@]}" "${gomods[@]/%.mod/.sum}" lines/supported README.md lines/README.md test/conformance/e2e.go)
+# Every file the bump may change, saved so that a failed gate can restore it:
+# the docs among them, since a patch bump moves the version in every doc
+# (make verify refuses one that names a version no line pins).
+mapfile -t docs < <(git ls-files '*.md')
+touched=("${gomods[@]}" "${gomods[@]/%.mod/.sum}" lines/supported lines/README.md test/conformance/e2e.go "${docs[@]}")
 for f in "${touched[@]}"; do
 	[[ -f $f ]] || continue
 	mkdir -p "$work/saved/$(dirname "$f")"
@@ -156,11 +160,17 @@ if [[ $etcd_have != "$etcd_want" ]]; then
 		{ cat "$work/etcd.log" >&2; restore; echo "bump: etcd $etcd_want (kubeadm's) could not be pinned; nothing changed" >&2; exit 1; }
 fi
 
-# 3. The version strings that say what is true now.
-if [[ $mode != line-patch ]]; then
-	sed -i "s/\bv${old#v}\b/$version/g; s/Kubernetes \*\*$old\*\*/Kubernetes **$version**/g" README.md
+# 3. The version strings that say what is true now. A patch release
+# replaces the line's old one everywhere, the staging modules' v0.Y.Z too;
+# a new minor leaves the old version to the line it becomes, and moves
+# only what the README says of main.
+old_staging=v0.${old#v1.} new_staging=v0.${version#v1.}
+if [[ $mode == main-minor ]]; then
+	sed -i "s/\bv${old#v}\b/$version/g; s/\b${old_staging//./\\.}\b/$new_staging/g" README.md
+	sed -i "s/| main | $old |/| main | $version |/" lines/README.md
+else
+	sed -i "s/\b${old//./\\.}\b/$version/g; s/\b${old_staging//./\\.}\b/$new_staging/g" "${docs[@]}"
 fi
-sed -i "s/| $old |/| $version |/" lines/README.md
 [[ $mode == line-patch ]] || sed -i "s|k8s.io/kubernetes $old)|k8s.io/kubernetes $version)|" lines/README.md
 if [[ $mode == main-minor ]]; then
 	sed -i "/^| main | $version |/a | $main | $old | \`lines/$main/\`: \`go.mod\`, \`test/images/go.mod\`, \`test/conformance/go.mod\`, \`build/coredns/go.mod\` |" lines/README.md

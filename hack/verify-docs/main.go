@@ -3,7 +3,9 @@
 // a doc names is a target of the Makefile, and every flag a doc gives to
 // one of our binaries is one that binary accepts (its -h says so), and
 // every registry.k8s.io image a doc's command runs is one the local nodes
-// are given (build/oci): a pull of any other fails there.
+// are given (build/oci): a pull of any other fails there. It also keeps each
+// fact in one place (facts.go): no Kubernetes version a line no longer
+// pins, make test's time in README.md only, no figure on two pages.
 //
 // Only code (inline spans and fenced blocks) is read for make targets and
 // flags: that is what a reader copies. `make verify` runs it.
@@ -32,7 +34,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
 		os.Exit(1)
 	}
-	problems, n, err := check(*root, rules{targets: targets, flags: helpFlags(*bin), images: localImages()})
+	supported, err := supportedLines(*root)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
+		os.Exit(1)
+	}
+	problems, n, err := check(*root, rules{targets: targets, flags: helpFlags(*bin), images: localImages(), lines: supported})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
 		os.Exit(1)
@@ -56,6 +63,7 @@ type rules struct {
 	targets map[string]bool // the Makefile's targets
 	flags   flagsOf
 	images  map[string]bool // the images local nodes have
+	lines   lines           // the Kubernetes versions docs may name
 }
 
 // localImages is every name of every image the local nodes import.
@@ -149,6 +157,7 @@ func check(root string, r rules) ([]string, counts, error) {
 		return anchors[path], nil
 	}
 	var problems []string
+	textOf := map[string]string{} // each doc without its fenced blocks
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -157,6 +166,10 @@ func check(root string, r rules) ([]string, counts, error) {
 		rel, _ := filepath.Rel(root, file)
 		prose, code := split(string(data))
 		problems = append(problems, datedHeadings(rel, string(data))...)
+		problems = append(problems, staleVersions(rel, string(data), r.lines)...)
+		text := splitFencesOnly(string(data))
+		problems = append(problems, restatedMakeTestTime(rel, text)...)
+		textOf[rel] = text
 		for _, l := range links(prose) {
 			if !strings.Contains(l.target, "://") {
 				n.links++
@@ -171,6 +184,7 @@ func check(root string, r rules) ([]string, counts, error) {
 			}
 		}
 	}
+	problems = append(problems, restatedFigures(textOf)...)
 	sort.Strings(problems)
 	return slices.Compact(problems), n, nil
 }
@@ -312,8 +326,8 @@ func headingAnchors(doc string) map[string]bool {
 	return anchors
 }
 
-// splitFencesOnly is doc without its fenced blocks (a `# comment` in a
-// shell block is no heading), inline code kept.
+// splitFencesOnly is doc with its fenced blocks blanked (a `# comment` in a
+// shell block is no heading), inline code kept and line numbers unchanged.
 func splitFencesOnly(doc string) string {
 	var b strings.Builder
 	in := false
@@ -321,11 +335,12 @@ func splitFencesOnly(doc string) string {
 		t := strings.TrimSpace(line)
 		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
 			in = !in
-			continue
+			line = ""
 		}
-		if !in {
-			b.WriteString(line + "\n")
+		if in {
+			line = ""
 		}
+		b.WriteString(line + "\n")
 	}
 	return b.String()
 }

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Facts that drift when they are written twice: a Kubernetes version that no
+// line builds any more, make test's time told on a second page, a measured
+// figure copied from the page that measured it. Each has one home (the
+// lines' go.mod files, README.md, the page with the figure's commit and
+// command); everywhere else links to it.
+
+// lines is what the supported Kubernetes lines pin: the versions a doc may
+// name, and the minor after main's, whose releases the bump and the canary
+// docs name before any line has it.
+type lines struct {
+	versions  map[string]bool // "v1.37.2"
+	nextMinor int             // 38
+}
+
+var goModKubernetes = regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes (v1\.(\d+)\.\d+\S*)`)
+
+// supportedLines reads main's go.mod and each older line's, as
+// hack/line.sh does.
+func supportedLines(root string) (lines, error) {
+	l := lines{versions: map[string]bool{}}
+	mods := []string{filepath.Join(root, "go.mod")}
+	supported, err := os.ReadFile(filepath.Join(root, "lines", "supported"))
+	if err != nil {
+		return l, err
+	}
+	for _, minor := range strings.Split(string(supported), "\n") {
+		if minor = strings.TrimSpace(minor); minor == "" || strings.HasPrefix(minor, "#") {
+			continue
+		}
+		mods = append(mods, filepath.Join(root, "lines", minor, "go.mod"))
+	}
+	for i, mod := range mods {
+		data, err := os.ReadFile(mod)
+		if err != nil {
+			return l, err
+		}
+		m := goModKubernetes.FindStringSubmatch(string(data))
+		if m == nil {
+			return l, fmt.Errorf("%s requires no k8s.io/kubernetes v1.Y.Z", mod)
+		}
+		l.versions[m[1]] = true
+		if i == 0 {
+			minor, _ := strconv.Atoi(m[2])
+			l.nextMinor = minor + 1
+		}
+	}
+	return l, nil
+}
+
+// kubeVersion matches a version with its prefix: the word before it (a
+// module path, a project's name) or the image it tags.
+var kubeVersion = regexp.MustCompile(`(\S*?)(\s*)\bv([01])\.(\d+)\.(\d+)(-(?:alpha|beta|rc)\.\d+)?\b`)
+
+// staleVersions reports every Kubernetes version in doc that no supported
+// line pins: v1.Y.Z (and a staging module's v0.Y.Z) with a minor from 1.20
+// on, not a module's or an image's of another project. make bump moves every
+// doc's versions with the line (hack/bump.sh).
+func staleVersions(file, doc string, l lines) []string {
+	var problems []string
+	for i, line := range strings.Split(doc, "\n") {
+		for _, m := range kubeVersion.FindAllStringSubmatch(line, -1) {
+			prefix, major, minorText, patch, pre := m[1], m[3], m[4], m[5], m[6]
+			minor, _ := strconv.Atoi(minorText)
+			if minor < 20 || minor > l.nextMinor+5 || !isKubernetes(prefix, major) {
+				continue
+			}
+			v := fmt.Sprintf("v1.%d.%s%s", minor, patch, pre)
+			if l.versions[v] || minor == l.nextMinor {
+				continue
+			}
+			problems = append(problems, fmt.Sprintf("%s:%d: %s is no supported line's Kubernetes version (%s): name the line instead, or the version the line pins (make bump moves it in every doc)",
+				file, i+1, strings.TrimSpace(m[0][len(m[1])+len(m[2]):]), l))
+		}
+	}
+	return problems
+}
+
+// isKubernetes says whether a version after prefix is Kubernetes': v1 unless
+// another project's module or image names it; v0 only for a k8s.io staging
+// module, or alone (the staging modules "at v0.37.2").
+func isKubernetes(prefix, major string) bool {
+	prefix = strings.Trim(prefix, "`\"'(*[")
+	if image, _, ok := strings.Cut(prefix, ":"); ok && image != "" {
+		// An image's tag: Kubernetes' for its components' images only.
+		base := image[strings.LastIndex(image, "/")+1:]
+		return major == "1" && (strings.HasPrefix(base, "kube-") || base == "turnstile")
+	}
+	isPath := strings.Contains(prefix, "/") && strings.Contains(prefix, ".")
+	switch {
+	case !isPath:
+		return true
+	case major == "0":
+		// A staging module; k8s.io's others (klog, utils, kube-openapi)
+		// have versions of their own that the minor filter leaves out.
+		return strings.HasPrefix(prefix, "k8s.io/")
+	default:
+		return prefix == "k8s.io/kubernetes"
+	}
+}
+
+func (l lines) String() string {
+	return "supported: " + strings.Join(slices.Sorted(maps.Keys(l.versions)), ", ")
+}
+
+// makeTestTimeHome is the one page that says how long make test takes.
+const makeTestTimeHome = "README.md"
+
+var (
+	sentenceEnd = regexp.MustCompile(`[.;:!?|](\s+|$)`)
+	makeTest    = regexp.MustCompile("`?make test\\b`?([^-]|$)")
+	duration    = regexp.MustCompile(`\b\d[\d,]*(\.\d+)? ?(s|seconds?|min|minutes?|h|hours?)\b`)
+)
+
+// restatedMakeTestTime reports a sentence outside README.md that gives a
+// duration after `make test` (not a make test-* target's).
+func restatedMakeTestTime(file, prose string) []string {
+	if file == makeTestTimeHome {
+		return nil
+	}
+	var problems []string
+	for i, line := range strings.Split(prose, "\n") {
+		for _, sentence := range sentenceEnd.Split(line, -1) {
+			loc := makeTest.FindStringIndex(sentence)
+			if loc == nil {
+				continue
+			}
+			if d := duration.FindString(sentence[loc[1]-1:]); d != "" {
+				problems = append(problems, fmt.Sprintf("%s:%d: %q after `make test`: its time is stated in %s only; link there", file, i+1, d, makeTestTimeHome))
+			}
+		}
+	}
+	return problems
+}
+
+// figure is a measured number with its unit, precise enough (three
+// significant digits) that two pages showing it are one copying the other.
+// README.md may state no percentage or ratio another page has: those are
+// the measuring page's (make test's time is the README's own).
+var (
+	figure      = regexp.MustCompile(`\b(\d[\d,]*\.\d{2,}|\d[\d,]+\.\d+|\d{1,3}(,\d{3})+|\d{3,}) ?(×|%|s|ms|µs|ns|MiB|KiB|GiB)(\W|$)`)
+	shortFigure = regexp.MustCompile(`\b\d+(\.\d+)? ?(×|%)`)
+)
+
+// restatedFigures reports each figure that more than one page states: every
+// page but the first (in path order) that has it.
+func restatedFigures(docs map[string]string) []string {
+	where := map[string][]string{}
+	note := func(f, file string, line int) {
+		for _, at := range where[f] {
+			if strings.HasPrefix(at, file+":") {
+				return
+			}
+		}
+		where[f] = append(where[f], fmt.Sprintf("%s:%d", file, line))
+	}
+	readme := map[string]bool{}
+	for _, m := range shortFigure.FindAllString(docs[makeTestTimeHome], -1) {
+		readme[normalize(m)] = true
+	}
+	for _, file := range slices.Sorted(maps.Keys(docs)) {
+		for i, line := range strings.Split(docs[file], "\n") {
+			for _, m := range figure.FindAllStringSubmatch(line, -1) {
+				note(normalize(m[0]), file, i+1)
+			}
+			for _, m := range shortFigure.FindAllString(line, -1) {
+				if f := normalize(m); readme[f] {
+					note(f, file, i+1)
+				}
+			}
+		}
+	}
+	var problems []string
+	for _, f := range slices.Sorted(maps.Keys(where)) {
+		at := where[f]
+		for _, again := range at[1:] {
+			problems = append(problems, fmt.Sprintf("%s: %s is restated from %s: state a figure on one page (with its commit and command) and link to it", again, f, at[0]))
+		}
+	}
+	slices.Sort(problems)
+	return problems
+}
+
+// normalize makes "1.003 ×" and "1.003×" one figure.
+func normalize(f string) string {
+	f = strings.TrimRightFunc(f, func(r rune) bool {
+		return !(r == '×' || r == '%' || r >= 'a' && r <= 'z' || r == 'µ' || r >= 'A' && r <= 'Z')
+	})
+	return strings.ReplaceAll(f, " ", "")
+}
