@@ -68,6 +68,15 @@ hack/verify-codegen.sh || fail=1
 # Every registered admission plugin has a row in test/e2e/README.md naming its tests.
 go run ./hack/verify-e2e-coverage || fail=1
 
+# Every file of a line pair (NAME_k8s1.N.go, NAME_before_k8s1.N.go) is named
+# in lines/README.md's table of where the lines differ.
+for f in $(git ls-files '*_k8s1.*.go' '*_before_k8s1.*.go'); do
+	stem=${f%%_k8s1.*}
+	stem=${stem%_before}
+	grep -qF "\`${stem}_" lines/README.md ||
+		{ echo "verify: $f is a line pair's file that lines/README.md's table does not name (add its row: the upstream change, the files)" >&2; fail=1; }
+done
+
 # No build output in git: no executable binary, no file over 2 MiB.
 go run ./hack/verify-tracked-files || fail=1
 
