@@ -24,6 +24,7 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/pkg/admission/rejectedby"
 	"github.com/turnstile-k8s/turnstile/pkg/admission/reload"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/restored"
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
 	"github.com/turnstile-k8s/turnstile/test/fixtures"
@@ -84,11 +85,9 @@ func anyPodPolicy(b *testing.B) *unstructured.Unstructured {
 // informers' cache; the client's actions are cleared.
 func ourChain(b *testing.B, decorators admission.Decorators, pods ...*corev1.Pod) (admission.ValidationInterface, *fake.Clientset) {
 	plugins := admission.NewPlugins()
-	for _, r := range registrations {
-		r(plugins)
-	}
 	var names []string
-	for _, p := range placements {
+	for _, p := range restored.Plugins {
+		p.Register(plugins)
 		names = append(names, p.Name)
 	}
 	noConfig, err := admission.ReadAdmissionConfiguration(names, "", runtime.NewScheme())

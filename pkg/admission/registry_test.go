@@ -10,6 +10,9 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/component-base/version"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+
+	"github.com/turnstile-k8s/turnstile/pkg/admission/descriptor"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/restored"
 )
 
 // upstreamOrder137 is v1.37.2's AllOrderedPlugins.
@@ -69,7 +72,7 @@ func insertedAfter(order []string, pairs ...string) []string {
 // upstreamOrders is kube-apiserver's recommended plugin order on each
 // supported line (lines/README.md), as we expect it. When a Kubernetes bump
 // changes upstream's list, the drift test fails and this list, the
-// placements and the controllers table are reviewed; a new line needs its
+// restored plugins' descriptors (After) and the controllers table are reviewed; a new line needs its
 // entry.
 var upstreamOrders = map[string][]string{
 	"1.37": upstreamOrder137,
@@ -204,50 +207,48 @@ func TestDefaultOnSetIsUpstreams(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("default-on plugins differ from upstream's:\n got: %v\nwant: %v", got, want)
 	}
-	for _, p := range placements {
+	for _, p := range restored.Plugins {
 		if !g.DefaultOffPlugins.Has(p.Name) {
 			t.Errorf("%s is on by default; restored plugins must be off", p.Name)
 		}
 	}
 }
 
-// stub registers plugins that do nothing, to exercise the mechanism with the
-// restored plugins' names before (or independently of) their real packages.
-func stub(names ...string) func(*admission.Plugins) {
-	return func(p *admission.Plugins) {
-		for _, name := range names {
-			p.Register(name, func(_ io.Reader) (admission.Interface, error) { return nil, nil })
-		}
+// stub describes a plugin that does nothing, placed after after, whose
+// Register adds the names given (its own if none), to exercise the mechanism
+// independently of the restored plugins' packages.
+func stub(name, after string, registers ...string) descriptor.Plugin {
+	if len(registers) == 0 {
+		registers = []string{name}
 	}
+	return descriptor.Plugin{Name: name, After: after, Register: func(p *admission.Plugins) {
+		for _, n := range registers {
+			p.Register(n, func(_ io.Reader) (admission.Interface, error) { return nil, nil })
+		}
+	}}
 }
 
 func TestApplyHistoricPositions(t *testing.T) {
 	o := kubeoptions.NewAdmissionOptions().GenericAdmission
-	register := []func(*admission.Plugins){
-		stub("SecurityContextDeny"),
-		stub("PodSecurityPolicy"),
-		stub("DenyEscalatingExec", "DenyExecOnPrivileged"),
-		stub("PersistentVolumeLabel"),
+	plugins := []descriptor.Plugin{
+		stub("SecurityContextDeny", "NamespaceExists"),
+		stub("PodSecurityPolicy", "PodSecurity"),
+		stub("DenyEscalatingExec", "PodTolerationRestriction"),
+		stub("DenyExecOnPrivileged", "PodTolerationRestriction"),
+		stub("PersistentVolumeLabel", "ExtendedResourceToleration"),
 	}
-	place := []Placement{
-		{Name: "SecurityContextDeny", After: "NamespaceExists"},
-		{Name: "PodSecurityPolicy", After: "PodSecurity"},
-		{Name: "DenyEscalatingExec", After: "PodTolerationRestriction"},
-		{Name: "DenyExecOnPrivileged", After: "PodTolerationRestriction"},
-		{Name: "PersistentVolumeLabel", After: "ExtendedResourceToleration"},
-	}
-	if err := apply(o, register, place); err != nil {
+	if err := apply(o, plugins); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	want := slices.Clone(upstreamOrder)
-	for _, p := range place {
+	for _, p := range plugins {
 		i := slices.Index(want, historicAnchor[p.Name])
 		want = slices.Insert(want, i+1, p.Name)
 	}
 	if !slices.Equal(o.RecommendedPluginOrder, want) {
 		t.Errorf("order:\n got: %v\nwant: %v", o.RecommendedPluginOrder, want)
 	}
-	for _, p := range place {
+	for _, p := range plugins {
 		if !o.DefaultOffPlugins.Has(p.Name) {
 			t.Errorf("%s is not default-off", p.Name)
 		}
@@ -262,60 +263,59 @@ func TestApplyHistoricPositions(t *testing.T) {
 }
 
 func TestApplyRejects(t *testing.T) {
+	noRegister := stub("B", "NamespaceExists")
+	noRegister.Register = nil
 	tests := []struct {
-		name     string
-		register []func(*admission.Plugins)
-		place    []Placement
-		wantErr  string
+		name    string
+		plugins []descriptor.Plugin
+		wantErr string
 	}{
 		{
-			name:     "name registered twice across packages",
-			register: []func(*admission.Plugins){stub("A"), stub("A")},
-			place:    []Placement{{Name: "A", After: "NamespaceExists"}},
-			wantErr:  `plugin "A" is registered twice`,
+			name:    "name registered twice across packages",
+			plugins: []descriptor.Plugin{stub("A", "NamespaceExists"), stub("A", "LimitRanger")},
+			wantErr: `plugin "A" is registered twice`,
 		},
 		{
-			name:     "name that upstream already registers",
-			register: []func(*admission.Plugins){stub("LimitRanger")},
-			place:    []Placement{{Name: "LimitRanger", After: "NamespaceExists"}},
-			wantErr:  `plugin "LimitRanger" is registered twice`,
+			name:    "name that upstream already registers",
+			plugins: []descriptor.Plugin{stub("LimitRanger", "NamespaceExists")},
+			wantErr: `plugin "LimitRanger" is registered twice`,
 		},
 		{
-			name:     "registered but not placed",
-			register: []func(*admission.Plugins){stub("A", "B")},
-			place:    []Placement{{Name: "A", After: "NamespaceExists"}},
-			wantErr:  "registered plugins [A B] and placed plugins [A] differ",
+			name:    "Register adds a name its descriptor does not give",
+			plugins: []descriptor.Plugin{stub("A", "NamespaceExists", "A", "B")},
+			wantErr: `plugin "A"'s Register adds [A B], want [A]`,
 		},
 		{
-			name:     "placed but not registered",
-			register: []func(*admission.Plugins){stub("A")},
-			place:    []Placement{{Name: "A", After: "NamespaceExists"}, {Name: "B", After: "NamespaceExists"}},
-			wantErr:  "registered plugins [A] and placed plugins [A B] differ",
+			name:    "Register adds another name",
+			plugins: []descriptor.Plugin{stub("A", "NamespaceExists", "B")},
+			wantErr: `plugin "A"'s Register adds [B], want [A]`,
 		},
 		{
-			name:     "placed twice",
-			register: []func(*admission.Plugins){stub("A")},
-			place:    []Placement{{Name: "A", After: "NamespaceExists"}, {Name: "A", After: "LimitRanger"}},
-			wantErr:  "registered plugins [A] and placed plugins [A A] differ",
+			name:    "no Register",
+			plugins: []descriptor.Plugin{stub("A", "NamespaceExists"), noRegister},
+			wantErr: `plugin "B" has no Register`,
 		},
 		{
-			name:     "unknown anchor",
-			register: []func(*admission.Plugins){stub("A")},
-			place:    []Placement{{Name: "A", After: "PodPreset"}},
-			wantErr:  `plugin "A" is placed after "PodPreset", which is not in upstream's order`,
+			name:    "no place",
+			plugins: []descriptor.Plugin{stub("A", "")},
+			wantErr: `plugin "A" has no place in the chain`,
 		},
 		{
-			name:     "anchor among the plugins that end the chain",
-			register: []func(*admission.Plugins){stub("A")},
-			place:    []Placement{{Name: "A", After: "ResourceQuota"}},
-			wantErr:  `plugin "A" cannot run after "ResourceQuota"`,
+			name:    "unknown anchor",
+			plugins: []descriptor.Plugin{stub("A", "PodPreset")},
+			wantErr: `plugin "A" is placed after "PodPreset", which is not in upstream's order`,
+		},
+		{
+			name:    "anchor among the plugins that end the chain",
+			plugins: []descriptor.Plugin{stub("A", "ResourceQuota")},
+			wantErr: `plugin "A" cannot run after "ResourceQuota"`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := kubeoptions.NewAdmissionOptions().GenericAdmission
 			before := slices.Clone(o.RecommendedPluginOrder)
-			err := apply(o, tt.register, tt.place)
+			err := apply(o, tt.plugins)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("apply error = %v, want one containing %q", err, tt.wantErr)
 			}

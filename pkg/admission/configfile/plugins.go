@@ -1,9 +1,7 @@
 package configfile
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"path"
 	"reflect"
 	"slices"
@@ -13,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission/plugin/manifest"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/config/apis/policyconfig"
@@ -43,43 +40,52 @@ import (
 	podsecurityscheme "k8s.io/pod-security-admission/admission/api/scheme"
 	podsecurityvalidation "k8s.io/pod-security-admission/admission/api/validation"
 
-	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
-	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec"
-	execv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec/apis/v1alpha1"
-	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
-	podsecuritypolicyv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy/apis/v1alpha1"
-	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny"
-	securitycontextdenyv1alpha1 "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny/apis/v1alpha1"
-	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/descriptor"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/restored"
 )
 
 // check validates one plugin's configuration: data is the file an entry's
 // path names, or its inline configuration (as JSON), exactly what upstream
 // hands the plugin's factory.
-type check func(plugin string, data []byte) error
+type check = func(plugin string, data []byte) error
 
-// checks is the strict check of every plugin that reads a configuration,
-// built from the plugin's own types and validation. Adding a plugin is one
-// line. A registered plugin without a line takes no configuration, and an
-// entry for it is an error (TestEveryPluginThatReadsItsConfigurationHasACheck
-// finds plugins that read one and have no line).
-var checks = map[string]check{
-	eventratelimit.PluginName:           versioned(eventratelimitinstall.Install, validateEventRateLimit),
-	imagepolicy.PluginName:              unversioned(imagePolicyKey),
-	mutatingwebhook.PluginName:          versioned(webhookinstall.Install, validateWebhook),
-	validatingwebhook.PluginName:        versioned(webhookinstall.Install, validateWebhook),
-	mutatingpolicy.PluginName:           versioned(policyconfiginstall.Install, validatePolicy[*policyconfig.MutatingAdmissionPolicyConfiguration]),
-	validatingpolicy.PluginName:         versioned(policyconfiginstall.Install, validatePolicy[*policyconfig.ValidatingAdmissionPolicyConfiguration]),
-	podnodeselector.PluginName:          unversioned(podNodeSelectorKey),
-	podsecurity.PluginName:              versioned(podsecurityscheme.AddToScheme, validatePodSecurity),
-	podtolerationrestriction.PluginName: versioned(podtolerationrestrictioninstall.Install, podtolerationrestrictionvalidation.ValidateConfiguration),
-	resourcequota.PluginName:            versioned(resourcequotainstall.Install, validateResourceQuota),
-	securitycontextdeny.PluginName:      restored[securitycontextdenyv1alpha1.SecurityContextDenyConfiguration](securitycontextdenyv1alpha1.AddToScheme),
-	exec.DenyEscalatingExec:             restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme, execv1alpha1.Validate),
-	exec.DenyExecOnPrivileged:           restored[execv1alpha1.ExecConfiguration](execv1alpha1.AddToScheme, execv1alpha1.Validate),
-	persistentvolumelabel.PluginName:    factory(persistentvolumelabel.NewFromConfig),
-	podsecuritypolicy.PluginName:        restored[podsecuritypolicyv1alpha1.PodSecurityPolicyConfiguration](podsecuritypolicyv1alpha1.AddToScheme, podsecuritypolicyv1alpha1.Validate),
+// Upstream are the upstream plugins whose configuration this package checks
+// strictly, built from each plugin's own types and validation, and those of
+// them a reload may swap (pkg/admission/reload). Their instances hold nothing
+// that outlives them but caches (EventRateLimit's token buckets,
+// ImagePolicyWebhook's answers), which a reload starts afresh. The webhook
+// and admission policy plugins and ResourceQuota start workers and informers
+// of their own that an instance cannot hand over, so a change to their
+// configuration is refused until a restart.
+var Upstream = []descriptor.Plugin{
+	{Name: eventratelimit.PluginName, Check: versioned(eventratelimitinstall.Install, validateEventRateLimit), Reloadable: true},
+	{Name: imagepolicy.PluginName, Check: unversioned(imagePolicyKey), Reloadable: true},
+	{Name: mutatingwebhook.PluginName, Check: versioned(webhookinstall.Install, validateWebhook)},
+	{Name: validatingwebhook.PluginName, Check: versioned(webhookinstall.Install, validateWebhook)},
+	{Name: mutatingpolicy.PluginName, Check: versioned(policyconfiginstall.Install, validatePolicy[*policyconfig.MutatingAdmissionPolicyConfiguration])},
+	{Name: validatingpolicy.PluginName, Check: versioned(policyconfiginstall.Install, validatePolicy[*policyconfig.ValidatingAdmissionPolicyConfiguration])},
+	{Name: podnodeselector.PluginName, Check: unversioned(podNodeSelectorKey), Reloadable: true},
+	{Name: podsecurity.PluginName, Check: versioned(podsecurityscheme.AddToScheme, validatePodSecurity), Reloadable: true},
+	{Name: podtolerationrestriction.PluginName, Check: versioned(podtolerationrestrictioninstall.Install, podtolerationrestrictionvalidation.ValidateConfiguration), Reloadable: true},
+	{Name: resourcequota.PluginName, Check: versioned(resourcequotainstall.Install, validateResourceQuota)},
 }
+
+// Described is every plugin described: the restored ones and Upstream.
+var Described = slices.Concat(restored.Plugins, Upstream)
+
+// checks is the check of every plugin that reads a configuration. A
+// registered plugin without one takes no configuration, and an entry for it
+// is an error (TestEveryPluginThatReadsItsConfigurationHasACheck finds
+// plugins that read one and have none).
+var checks = func() map[string]check {
+	m := map[string]check{}
+	for _, d := range Described {
+		if d.Check != nil {
+			m[d.Name] = d.Check
+		}
+	}
+	return m
+}()
 
 // Configurable returns the names of the plugins that read a configuration.
 func Configurable() []string {
@@ -133,37 +139,6 @@ func wantKinds[T runtime.Object](scheme *runtime.Scheme) string {
 	}
 	slices.Sort(want)
 	return strings.Join(want, "; or ")
-}
-
-// restored checks the configuration of one of our plugins with the decoder
-// the plugin's factory uses, pluginconfig.Decode, which is strict already.
-func restored[T any, PT interface {
-	*T
-	runtime.Object
-}](addToScheme func(*runtime.Scheme) error, validate ...func(PT) error) check {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(addToScheme(scheme))
-	return func(plugin string, data []byte) error {
-		c := PT(new(T))
-		if _, err := pluginconfig.Decode(plugin, bytes.NewReader(data), scheme, c); err != nil {
-			return err
-		}
-		for _, v := range validate {
-			if err := v(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
-// factory checks a configuration by building the plugin from it, for our
-// plugins whose validation happens as they compile their configuration.
-func factory[T any](newFromConfig func(io.Reader) (T, error)) check {
-	return func(_ string, data []byte) error {
-		_, err := newFromConfig(bytes.NewReader(data))
-		return err
-	}
 }
 
 func validateEventRateLimit(c *eventratelimitapi.Configuration) error {

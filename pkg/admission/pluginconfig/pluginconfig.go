@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
 // Decode reads the plugin's configuration into into, whose kind must be
@@ -47,4 +48,37 @@ func Decode(plugin string, config io.Reader, scheme *runtime.Scheme, into runtim
 	}
 	reflect.ValueOf(into).Elem().Set(reflect.ValueOf(obj).Elem())
 	return true, nil
+}
+
+// Check returns the strict check of a restored plugin's configuration (a
+// descriptor's Check): the decoding the plugin's factory does with Decode,
+// then each of validate.
+func Check[T any, PT interface {
+	*T
+	runtime.Object
+}](addToScheme func(*runtime.Scheme) error, validate ...func(PT) error) func(plugin string, data []byte) error {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(addToScheme(scheme))
+	return func(plugin string, data []byte) error {
+		c := PT(new(T))
+		if _, err := Decode(plugin, bytes.NewReader(data), scheme, c); err != nil {
+			return err
+		}
+		for _, v := range validate {
+			if err := v(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// CheckByBuilding returns the check of a plugin whose validation happens as
+// it compiles its configuration: it builds the plugin from the
+// configuration and drops it.
+func CheckByBuilding[T any](newFromConfig func(io.Reader) (T, error)) func(plugin string, data []byte) error {
+	return func(_ string, data []byte) error {
+		_, err := newFromConfig(bytes.NewReader(data))
+		return err
+	}
 }

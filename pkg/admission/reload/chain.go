@@ -22,20 +22,22 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/turnstile-k8s/turnstile/pkg/admission/configfile"
 )
 
-// Reloadable are the plugins whose configuration a reload may change. Their
-// instances hold nothing that outlives them but caches (EventRateLimit's
-// token buckets, ImagePolicyWebhook's answers), which a reload starts
-// afresh; PodSecurityPolicy's instances share one registration's policy
-// and RBAC caches. The webhook and admission policy plugins and
-// ResourceQuota start workers and informers of their own that an instance
-// cannot hand over, so a change to their configuration is refused until a
-// restart.
-var Reloadable = sets.New(
-	"EventRateLimit", "ImagePolicyWebhook", "PodNodeSelector", "PodSecurity", "PodTolerationRestriction",
-	"SecurityContextDeny", "DenyEscalatingExec", "DenyExecOnPrivileged", "PersistentVolumeLabel", "PodSecurityPolicy",
-)
+// Reloadable are the plugins whose configuration a reload may change: those
+// whose descriptor says so (pkg/admission/descriptor; the restored plugins
+// and configfile.Upstream).
+var Reloadable = func() sets.Set[string] {
+	s := sets.New[string]()
+	for _, d := range configfile.Described {
+		if d.Reloadable {
+			s.Insert(d.Name)
+		}
+	}
+	return s
+}()
 
 // Plugin is one plugin of the chain as it was built.
 type Plugin struct {

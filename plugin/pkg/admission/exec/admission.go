@@ -34,6 +34,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
 
+	"github.com/turnstile-k8s/turnstile/pkg/admission/descriptor"
 	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/exec/apis/v1alpha1"
 )
@@ -57,8 +58,24 @@ func init() {
 
 // Register adds both plugins to a registry.
 func Register(plugins *admission.Plugins) {
-	plugins.Register(DenyEscalatingExec, factory(DenyEscalatingExec))
-	plugins.Register(DenyExecOnPrivileged, factory(DenyExecOnPrivileged))
+	for _, d := range Descriptors {
+		d.Register(plugins)
+	}
+}
+
+// Descriptors is how Turnstile wires the two plugins
+// (pkg/admission/descriptor): where upstream last ran them, their
+// configuration's check, reloadable.
+var Descriptors = []descriptor.Plugin{describe(DenyEscalatingExec), describe(DenyExecOnPrivileged)}
+
+func describe(name string) descriptor.Plugin {
+	return descriptor.Plugin{
+		Name:       name,
+		Register:   func(plugins *admission.Plugins) { plugins.Register(name, factory(name)) },
+		After:      "PodTolerationRestriction",
+		Check:      pluginconfig.Check[v1alpha1.ExecConfiguration](v1alpha1.AddToScheme, v1alpha1.Validate),
+		Reloadable: true,
+	}
 }
 
 // checks are what each plugin denies on.

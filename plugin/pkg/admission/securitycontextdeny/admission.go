@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
+	"github.com/turnstile-k8s/turnstile/pkg/admission/descriptor"
 	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny/apis/v1alpha1"
 )
@@ -31,6 +32,16 @@ func init() {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
+}
+
+// Descriptor is how Turnstile wires the plugin (pkg/admission/descriptor):
+// where upstream last ran it, its configuration's check, reloadable.
+var Descriptor = descriptor.Plugin{
+	Name:       PluginName,
+	Register:   Register,
+	After:      "NamespaceExists",
+	Check:      pluginconfig.Check[v1alpha1.SecurityContextDenyConfiguration](v1alpha1.AddToScheme),
+	Reloadable: true,
 }
 
 // Register adds the plugin to a registry.

@@ -39,6 +39,7 @@ import (
 	rbacv1helpers "k8s.io/kubernetes/pkg/apis/rbac/v1"
 	rbacregistry "k8s.io/kubernetes/pkg/registry/rbac"
 
+	"github.com/turnstile-k8s/turnstile/pkg/admission/descriptor"
 	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
 	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy/apis/v1alpha1"
@@ -62,6 +63,17 @@ const (
 	violationsKey = auditKeyPrefix + "/audit-violations"
 	mutationsKey  = auditKeyPrefix + "/audit-mutations"
 )
+
+// Descriptor is how Turnstile wires the plugin (pkg/admission/descriptor):
+// where upstream last ran it, its configuration's check, reloadable (its
+// instances share the caches, below).
+var Descriptor = descriptor.Plugin{
+	Name:       PluginName,
+	Register:   Register,
+	After:      "PodSecurity",
+	Check:      pluginconfig.Check[v1alpha1.PodSecurityPolicyConfiguration](v1alpha1.AddToScheme, v1alpha1.Validate),
+	Reloadable: true,
+}
 
 // Register registers the plugin, configured by a
 // PodSecurityPolicyConfiguration (apis/v1alpha1) or enforcing without one.

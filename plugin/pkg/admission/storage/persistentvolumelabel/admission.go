@@ -23,6 +23,8 @@ import (
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
+	"github.com/turnstile-k8s/turnstile/pkg/admission/descriptor"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel/apis/v1alpha1"
 )
 
@@ -37,6 +39,17 @@ const (
 	betaZone   = "failure-domain.beta.kubernetes.io/zone"
 	betaRegion = "failure-domain.beta.kubernetes.io/region"
 )
+
+// Descriptor is how Turnstile wires the plugin (pkg/admission/descriptor):
+// where upstream last ran it, its configuration's check (building it),
+// reloadable.
+var Descriptor = descriptor.Plugin{
+	Name:       PluginName,
+	Register:   Register,
+	After:      "ExtendedResourceToleration",
+	Check:      pluginconfig.CheckByBuilding(NewFromConfig),
+	Reloadable: true,
+}
 
 // Register adds the plugin to a registry.
 func Register(plugins *admission.Plugins) {
