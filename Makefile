@@ -536,9 +536,10 @@ test-mutation: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## Each plugin's e2e test
 
 # The binaries whose flags the docs may name: verify-docs asks each its -h.
 DOC_BINARIES := kube-apiserver local-up conformance bench image release nodeimages
-verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) vulncheck ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, generated code up to date, an e2e coverage row for every plugin, no binary or file over 2 MiB in git; the docs' links, anchors, make targets and flags; make vulncheck.
+verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) vulncheck ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, generated code up to date, an e2e coverage row for every plugin, no binary or file over 2 MiB in git; the docs' links, anchors, make targets, flags and facts; every example through --validate-only; make vulncheck.
 	hack/verify.sh
 	$(GO) run ./hack/verify-docs -bin $(BIN)
+	$(GO) run ./hack/verify-examples -bin $(BIN)
 	$(call tier_done,verify)
 
 clean: ## Remove _output.
