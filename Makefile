@@ -34,9 +34,9 @@ LINE ?= $(MAIN_LINE)
 ifeq ($(LINE),$(MAIN_LINE))
 OUT := _output
 LINE_GOFLAGS :=
-else ifneq ($(filter bump canary,$(MAKECMDGOALS)),)
+else ifneq ($(filter bump canary test-bump,$(MAKECMDGOALS)),)
 # make bump and make canary take LINE as the line to move, which need not
-# be supported yet (the next minor).
+# be supported yet (the next minor); make test-bump as the line to rehearse.
 OUT := _output
 LINE_GOFLAGS :=
 else
@@ -429,6 +429,9 @@ endif
 bump: ## LINE=1.Y VERSION=v1.Y.Z: move a line (or main to the next minor) to an upstream release, gated; report in _output/bump.
 	@[[ -n "$(VERSION)" ]] || { echo "bump: VERSION=v1.Y.Z is required (LINE= defaults to main's, $(MAIN_LINE))" >&2; exit 2; }
 	hack/bump.sh "$(LINE)" "$(VERSION)"
+
+test-bump: ## make bump's passing path, rehearsed: the next patch of an older line (LINE=, default the newest) made from its own, re-versioned and served by a local module proxy, bumped in a clone; the gate, the commit, every doc's version and the report checked. Slow: the line's Kubernetes compiles anew.
+	LINE=$(if $(filter command line,$(origin LINE)),$(LINE)) hack/bump-rehearsal.sh
 
 canary: ## VERSION=v1.Y.Z-beta.N: try main's bump to the next minor in a scratch copy; what breaks in _output/canary.
 	@[[ -n "$(VERSION)" ]] || { echo "canary: VERSION=v1.Y.Z(-beta.N) is required" >&2; exit 2; }
