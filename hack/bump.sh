@@ -10,8 +10,8 @@
 #                                               older line (lines/<old>/)
 #
 # It pins k8s.io/kubernetes and the staging modules (hack/pin-kubernetes.sh),
-# moves CoreDNS to the version that release's kubeadm deploys and etcd to the
-# one it pins, and the line's version in every doc (make verify refuses a
+# moves CoreDNS to the version that release's kubeadm deploys and etcd up to
+# the one it pins (never down), and the line's version in every doc (make verify refuses a
 # doc that names a version no line pins);
 # then runs the gate: the line's unit tests (PodSecurityPolicy's v1.24
 # decision cases among them) and, on main, the e2e tier and, as root, the
@@ -155,9 +155,16 @@ coredns_flags=
 (cd build/coredns && GOFLAGS="-trimpath $coredns_flags" go get "github.com/coredns/coredns@$coredns_want" && GOFLAGS="-trimpath $coredns_flags" go mod tidy) > "$work/coredns.log" 2>&1 ||
 	{ cat "$work/coredns.log" >&2; restore; echo "bump: CoreDNS $coredns_want (kubeadm's) could not be pinned; nothing changed" >&2; exit 1; }
 etcd_have=$(GOFLAGS="-trimpath $line_flags" go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-if [[ $etcd_have != "$etcd_want" ]]; then
+# Up to kubeadm's etcd, never down: a line may pin a newer patch than its
+# release's kubeadm for a security fix (SECURITY.md), which make vulncheck
+# in the gate would otherwise refuse (make test-bump found it).
+if [[ $etcd_have != "$etcd_want" && $(printf '%s
+' "$etcd_have" "$etcd_want" | sort -V | tail -1) == "$etcd_want" ]]; then
 	(GOFLAGS="-trimpath $line_flags" go get "go.etcd.io/etcd/server/v3@$etcd_want" && GOFLAGS="-trimpath $line_flags" go mod tidy ${line_flags:+-e}) > "$work/etcd.log" 2>&1 ||
 		{ cat "$work/etcd.log" >&2; restore; echo "bump: etcd $etcd_want (kubeadm's) could not be pinned; nothing changed" >&2; exit 1; }
+	etcd_pinned=$etcd_want
+else
+	etcd_pinned=$etcd_have
 fi
 
 # 3. The version strings that say what is true now. A patch release
@@ -269,7 +276,7 @@ old_flags="-modfile=$work/saved/${gomods[0]}"
 	if [[ ${failed[*]} == pin ]]; then echo "## What the bump would pin"; else echo "## Pinned"; fi
 	echo
 	echo "- k8s.io/kubernetes $version and its staging modules at v0.${version#v1.}"
-	echo "- CoreDNS $coredns_want, etcd $etcd_want (kubeadm's)"
+	echo "- CoreDNS $coredns_want (kubeadm's), etcd ${etcd_pinned:-$etcd_want} (kubeadm's: $etcd_want)"
 	echo
 	echo "## Checks"
 	echo
