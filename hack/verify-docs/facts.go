@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
-	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -25,36 +25,32 @@ type lines struct {
 	nextMinor int             // 38
 }
 
-var goModKubernetes = regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes (v1\.(\d+)\.\d+\S*)`)
-
-// supportedLines reads main's go.mod and each older line's, as
-// hack/line.sh does.
+// supportedLines asks hack/line.sh, which knows where each line's go.mod is.
 func supportedLines(root string) (lines, error) {
 	l := lines{versions: map[string]bool{}}
-	mods := []string{filepath.Join(root, "go.mod")}
-	supported, err := os.ReadFile(filepath.Join(root, "lines", "supported"))
+	lineSh := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(root, "hack", "line.sh"), args...).Output()
+		if err != nil {
+			return "", fmt.Errorf("hack/line.sh %s: %w", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	list, err := lineSh("list")
 	if err != nil {
 		return l, err
 	}
-	for _, minor := range strings.Split(string(supported), "\n") {
-		if minor = strings.TrimSpace(minor); minor == "" || strings.HasPrefix(minor, "#") {
-			continue
-		}
-		mods = append(mods, filepath.Join(root, "lines", minor, "go.mod"))
-	}
-	for i, mod := range mods {
-		data, err := os.ReadFile(mod)
+	for i, minor := range strings.Fields(list) {
+		v, err := lineSh("version", minor)
 		if err != nil {
 			return l, err
 		}
-		m := goModKubernetes.FindStringSubmatch(string(data))
-		if m == nil {
-			return l, fmt.Errorf("%s requires no k8s.io/kubernetes v1.Y.Z", mod)
-		}
-		l.versions[m[1]] = true
-		if i == 0 {
-			minor, _ := strconv.Atoi(m[2])
-			l.nextMinor = minor + 1
+		l.versions[v] = true
+		if i == 0 { // main's line comes first
+			n, err := strconv.Atoi(strings.TrimPrefix(minor, "1."))
+			if err != nil {
+				return l, fmt.Errorf("hack/line.sh list: main's line %q is not 1.Y", minor)
+			}
+			l.nextMinor = n + 1
 		}
 	}
 	return l, nil
