@@ -8,11 +8,13 @@ package ports
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -78,12 +80,53 @@ func Holder(port int) (pid int, name string, ok bool) {
 }
 
 // Free returns a TCP port on 127.0.0.1 that nothing listens on now, for a
-// component whose port is ours to choose.
+// component whose port is ours to choose. It is drawn below the kernel's
+// ephemeral range (net.ipv4.ip_local_port_range): a port the kernel hands
+// out for "127.0.0.1:0" is one it may hand any process's outgoing
+// connection as its local port between our Close and the component's
+// listen, which is how a test once found its controller-manager's port
+// "already in use" by a connection of a test beside it. No port is
+// returned twice by one process.
 func Free() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	low, high := freeRange()
+	mu.Lock()
+	defer mu.Unlock()
+	for range 200 {
+		port := low + rand.IntN(high-low)
+		if given[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		given[port] = true
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free TCP port on 127.0.0.1 in %d-%d after 200 tries", low, high-1)
+}
+
+var (
+	mu    sync.Mutex
+	given = map[int]bool{}
+)
+
+// freeRange is [low, high): the ports from 15000 up to the start of the
+// ephemeral range, or, where that range starts too low to leave a
+// thousand ports below it, from 1024.
+func freeRange() (low, high int) {
+	high = 32768 // Linux's default ephemeral start
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				high = n
+			}
+		}
+	}
+	low = 15000
+	if high-low < 1000 {
+		low = 1024
+	}
+	return low, high
 }

@@ -33,3 +33,27 @@ func TestCheckNamesTheHolder(t *testing.T) {
 		t.Errorf("after Close, Check(%d): %v", port, err)
 	}
 }
+
+// Free's ports are outside the kernel's ephemeral range, where no outgoing
+// connection takes them between the choice and the listen, and one process
+// is never given the same port twice.
+func TestFreeIsBelowTheEphemeralRangeAndUnique(t *testing.T) {
+	low, high := freeRange()
+	seen := map[int]bool{}
+	for range 300 {
+		port, err := Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < low || port >= high {
+			t.Errorf("Free() = %d, outside [%d, %d)", port, low, high)
+		}
+		if seen[port] {
+			t.Errorf("Free() gave %d twice", port)
+		}
+		seen[port] = true
+		if err := Check("127.0.0.1", port, "a test's port"); err != nil {
+			t.Errorf("Free() gave %d, which is taken: %v", port, err)
+		}
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/klog/v2"
+
+	"github.com/turnstile-k8s/turnstile/internal/ports"
 )
 
 // Options are the --embedded-etcd-* flags.
@@ -93,19 +95,20 @@ func loopbackURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// freeLoopbackURL is an http URL on a free loopback port, chosen by
+// ports.Free: below the kernel's ephemeral range, where no outgoing
+// connection takes it before the member listens, and never twice in one
+// process.
 func freeLoopbackURL() (*url.URL, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := ports.Free()
 	if err != nil {
 		return nil, err
 	}
-	defer l.Close()
-	return &url.URL{Scheme: "http", Host: l.Addr().String()}, nil
+	return &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, nil
 }
 
-// peerURLBeside chooses a free loopback peer URL other than clientURL. The
-// client port, when chosen by Complete, is free again by now, and the
-// kernel may hand it out a second time; etcd would then bind its peer
-// listener there and fail on the client's with "address already in use".
+// peerURLBeside chooses a free loopback peer URL other than clientURL,
+// which a user may have given as a port ports.Free can also draw.
 func peerURLBeside(clientURL *url.URL) (*url.URL, error) {
 	for range 10 {
 		u, err := freeLoopbackURL()
