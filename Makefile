@@ -426,7 +426,7 @@ test-line: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controlle
 	@echo "test-line: line $(LINE) ($$(hack/line.sh version $(LINE))): unit tests" >&2
 	$(GO) test $(UNIT_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
 	@echo "test-line: line $(LINE): e2e checks of its binaries" >&2
-	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m -v -run '$(LINE_E2E)' \
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m -parallel 4 -v -run '$(LINE_E2E)' \
 		-ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 endif
 
@@ -474,7 +474,7 @@ test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up nod
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-node: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
-		$(GO) test -count=1 -timeout 20m -v -run '^Test(LocalNodes|LocalUpKeepsState|KubeadmInitForReal|Adversarial|PSPMigration)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+		$(GO) test -count=1 -timeout 20m -parallel 2 -v -run '^Test(LocalNodes|LocalUpKeepsState|KubeadmInitForReal|Adversarial|PSPMigration)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 	$(call tier_done,test-node)
 
 test-e2e-images: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-deps e2e-images ## The e2e framework's images on a real node, as root: each runs under its name, nothing pulled, and does what the specs use it for.

@@ -196,6 +196,14 @@ func run() (runErr error) {
 			return err
 		}
 	}
+	unlockNetwork := func() {}
+	if o.nodes > 0 {
+		if unlockNetwork, err = localnode.LockNetwork(); err != nil {
+			return err
+		}
+	}
+	// Released once the nodes' bridge is up, and on every return before.
+	defer func() { unlockNetwork() }()
 	layout, err := chooseNetwork(o, hasState)
 	if err != nil {
 		return err
@@ -215,6 +223,8 @@ func run() (runErr error) {
 		if err != nil {
 			return err
 		}
+		unlockNetwork()
+		unlockNetwork = func() {}
 		defer func() {
 			if err := nodes.Remove(); err != nil {
 				fmt.Fprintf(os.Stderr, "local-up: %v\n", err)

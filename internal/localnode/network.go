@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Layout is the addresses of one local cluster. They all lie in one /18 of
@@ -65,6 +66,26 @@ func nth(p netip.Prefix, n int) netip.Addr {
 	a := p.Addr().As4()
 	a[3] += byte(n)
 	return netip.AddrFrom4(a)
+}
+
+// LockNetwork takes the host-wide lock under which a run chooses its /18
+// and adds the bridge that routes it: two runs starting at once would
+// otherwise both find the same /18 free, and the second would fail on the
+// first's route. Release it once Prepare has returned. The lock is a
+// flock, so a run that dies releases it.
+func LockNetwork() (unlock func(), err error) {
+	if err := os.MkdirAll(runRoot, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(runRoot, "network.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // ChooseLayout returns previous when it is set and still free, or else the

@@ -179,6 +179,7 @@ func copyAdmissionConfig(t *testing.T, name, dir string, b *admissionConfigBacke
 // plugins' one option, staticManifestsDir, needs an alpha feature gate, so
 // for them coming up with a configuration is all there is to see.
 func TestAdmissionConfigEveryPlugin(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	for _, version := range []string{"v1", "v1alpha1"} {
 		t.Run(version, func(t *testing.T) {
 			backend := startAdmissionConfigBackend(t)
@@ -374,6 +375,7 @@ func registerAdmissionConfigWebhooks(t *testing.T, c kubernetes.Interface, b *ad
 // with the deprecated --admission-control naming the plugins that run:
 // the two legacy plugins read the file, and every plugin not named is off.
 func TestAdmissionConfigLegacyFileAndAdmissionControlFlag(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	ctx := context.Background()
 	backend := startAdmissionConfigBackend(t)
 	config := copyAdmissionConfig(t, "legacy", filepath.Join(root, "admission-config-legacy-files"), backend)
@@ -455,6 +457,7 @@ func TestAdmissionConfigLegacyFileAndAdmissionControlFlag(t *testing.T) {
 // server's etcd prefix, which is bootstrapped already, so it becomes ready
 // without writing anything.
 func TestAdmissionControlFlagAlwaysDeny(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	ctx := context.Background()
 	_, c := startServer(t, "admission-config-always-deny",
 		"--etcd-prefix=/shared", "--admission-control=NamespaceLifecycle,AlwaysDeny")

@@ -16,6 +16,7 @@ import (
 // refused it and the phase, for upstream's plugins and ours; an admitted
 // request carries neither annotation.
 func TestAdmissionRefusalNamesThePlugin(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	ctx := context.Background()
 	audit := filepath.Join(t.TempDir(), "audit.log")
 	_, c := startServer(t, "rejected-by",

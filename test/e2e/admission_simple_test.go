@@ -54,6 +54,7 @@ type simpleServers struct {
 // upstream-backed admission controllers of the documentation work in our
 // binary.
 func TestSimpleAdmission(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	s := startSimpleServers(t)
 	for _, tc := range []struct {
 		plugin string

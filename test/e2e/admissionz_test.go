@@ -27,6 +27,7 @@ import (
 // plugin's configuration came from and its hash, and the last reload; it
 // answers 403 to an anonymous user and to one without the grant.
 func TestAdmissionz(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	ctx := context.Background()
 	dir := t.TempDir()
 	erl := filepath.Join(dir, "eventratelimit.yaml")

@@ -41,6 +41,7 @@ import (
 // mechanism, shown closed with it and open without it; or not covered.
 // `make test-node` runs it as root with the images built.
 func TestAdversarial(t *testing.T) {
+	t.Parallel() // its own nodes, beside the others': see "Running in parallel" in README.md
 	config := t.TempDir()
 	execConfig := filepath.Join(config, "exec.yaml")
 	writeExecOptions(t, execConfig, "")
@@ -585,6 +586,7 @@ func writeExecOptions(t *testing.T, path, options string) {
 // reads the kubelet and get with create opens what it opened before.
 // TestAdversarial shows the same grant open without the flag.
 func TestAdversarialNodesProxyGetRequiresCreate(t *testing.T) {
+	t.Parallel() // its own nodes, beside the others': see "Running in parallel" in README.md
 	lu := startLocalNodes(t, 1, "-admission-plugins", "", "-apiserver-arg", nodesproxy.Flag+"=true")
 	ctx := t.Context()
 	admin, node, kubelet := theNode(t, lu)

@@ -23,6 +23,7 @@ import (
 // replacement decides and sets defaults as PodSecurityPolicy did, while
 // PodSecurityPolicy's warnings name what it would have done.
 func TestKubectlPSPConvert(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	config, writeMode := pspModeConfig(t, t.TempDir())
 	writeMode("enforce")
 	s, admin := startServer(t, "psp-convert", "--enable-admission-plugins=PodSecurityPolicy", "--admission-control-config-file="+config)

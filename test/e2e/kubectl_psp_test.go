@@ -31,6 +31,7 @@ import (
 // dry run of the namespace's enforce label, as `kubectl label --dry-run=server`
 // does, which pods each level would refuse.
 func TestKubectlPSPReport(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	s, admin := startServer(t, "kubectl-psp", "--enable-admission-plugins=PodSecurityPolicy")
 	ctx := context.Background()
 	kubeconfig, kubectl := applyExamplePolicies(t, s)

@@ -67,6 +67,7 @@ func readTestdata(t *testing.T, name string) []byte {
 // --runtime-config on its own etcd prefix and drives it with client-go,
 // raw HTTP, etcd and kubectl.
 func TestPodSecurityPolicyAPI(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	const name = "psp-api"
 	s, kube := startServer(t, name, pspRuntimeConfig)
 	cfg, err := s.Config("e2e-admin", "system:masters")
@@ -587,6 +588,7 @@ func TestPodSecurityPolicyAPIServiceFollowsEnablement(t *testing.T) {
 // TestPodSecurityPolicyAPIEncryptionAtRest: --encryption-provider-config
 // applies to podsecuritypolicies.policy, as to upstream's resources.
 func TestPodSecurityPolicyAPIEncryptionAtRest(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	const name = "psp-encrypted"
 	config := filepath.Join(t.TempDir(), "encryption.yaml")
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
@@ -633,6 +635,7 @@ resources:
 // TestPodSecurityPolicyAPIEmbeddedEtcd serves the API on
 // --embedded-etcd-data-dir.
 func TestPodSecurityPolicyAPIEmbeddedEtcd(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	dir := t.TempDir()
 	s, err := framework.StartAPIServer(framework.APIServerConfig{
 		Dir:  filepath.Join(dir, "psp-embedded"),

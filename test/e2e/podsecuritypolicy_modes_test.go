@@ -39,6 +39,7 @@ func pspModeConfig(t *testing.T, dir string) (string, func(mode string)) {
 // have refused and set; in audit the same goes to the audit log instead;
 // written back to enforce, the privileged pod is refused again.
 func TestPodSecurityPolicyModes(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	dir := t.TempDir()
 	config, writeMode := pspModeConfig(t, dir)
 	writeMode("warn")

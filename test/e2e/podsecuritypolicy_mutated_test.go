@@ -23,6 +23,7 @@ import (
 // pass, which runs after every mutation, would ("unable to validate").
 // Without the mutation the same pod is admitted.
 func TestPodSecurityPolicyRefusesALaterMutation(t *testing.T) {
+	t.Parallel() // its own apiserver: see "Running in parallel" in README.md
 	s, admin := startServer(t, "psp-mutated", "--enable-admission-plugins=PodSecurityPolicy")
 	ctx := context.Background()
 	applyExamplePolicies(t, s)

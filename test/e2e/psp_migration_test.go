@@ -33,6 +33,7 @@ import (
 // still; the warnings it gives are the ones expected. `make test-node` runs
 // it as root with the images built.
 func TestPSPMigration(t *testing.T) {
+	t.Parallel() // its own nodes, beside the others': see "Running in parallel" in README.md
 	admissionConfig, writeMode := pspModeConfig(t, t.TempDir())
 	writeMode("enforce")
 	lu := startLocalNodes(t, 1, "-admission-plugins", "PodSecurityPolicy",

@@ -577,15 +577,23 @@ func (c *Cluster) etcdHealthy(ctx context.Context) error {
 // removes the network. It reports what it could not clean up.
 func (c *Cluster) Stop() error {
 	var errs []string
-	for _, n := range c.Nodes {
-		n.mu.Lock()
-		procs := []*process.Process{n.api, n.etcd}
-		n.mu.Unlock()
-		for _, p := range procs {
+	// Every apiserver at once, then every etcd member at once: one node
+	// after another, each apiserver waited out its shutdown delay in turn,
+	// and the last members, their quorum gone, their election timeouts.
+	for _, pick := range []func(*Node) *process.Process{
+		func(n *Node) *process.Process { return n.api },
+		func(n *Node) *process.Process { return n.etcd },
+	} {
+		var wg sync.WaitGroup
+		for _, n := range c.Nodes {
+			n.mu.Lock()
+			p := pick(n)
+			n.mu.Unlock()
 			if p != nil {
-				_ = p.Stop(syscall.SIGTERM, 30*time.Second)
+				wg.Go(func() { _ = p.Stop(syscall.SIGTERM, 30*time.Second) })
 			}
 		}
+		wg.Wait()
 	}
 	if c.etcd != nil {
 		c.etcd.Close()
