@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,6 +93,11 @@ func TestHAKilledRunLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(fmt.Sprintf("/sys/class/net/tsha%d", cmd.Process.Pid)); err == nil {
 		t.Errorf("bridge tsha%d survives the next run's clean-up", cmd.Process.Pid)
+	}
+	// At once, not once the kernel gets round to the namespaces: the next
+	// test may compare the host's interfaces.
+	if veths, _ := filepath.Glob(fmt.Sprintf("/sys/class/net/tsha%dn*", cmd.Process.Pid)); len(veths) > 0 {
+		t.Errorf("veths %v survive the next run's clean-up", veths)
 	}
 	if mounts, _ := os.ReadFile("/proc/self/mounts"); strings.Contains(string(mounts), dir) {
 		t.Errorf("a tmpfs under %s survives the next run's clean-up", dir)

@@ -170,15 +170,29 @@ func (n *network) nft(node, ruleset string) error {
 	return nil
 }
 
-// remove deletes every namespace of this run, its tmpfs mounts and the
-// bridge (deleting a namespace deletes its veth pair). It is safe to call
-// twice.
+// remove deletes every veth pair, namespace and tmpfs mount of this run
+// and its bridge. It is safe to call twice.
 func (n *network) remove() error {
 	return removeRun(n.pid)
 }
 
 func removeRun(pid int) error {
 	var errs []string
+	// The veths go before the namespaces, as internal/localnode's do: `ip
+	// netns del` leaves the kernel to delete a veth's host end later, once
+	// nothing holds the namespace, and the next test's snapshot of the
+	// host saw them. Deleting a veth deletes both ends at once.
+	bridge := fmt.Sprintf("tsha%d", pid)
+	links, _ := os.ReadDir("/sys/class/net")
+	for _, l := range links {
+		if strings.HasPrefix(l.Name(), bridge+"n") {
+			if err := run("ip", "link", "del", l.Name()); err != nil {
+				if _, gone := os.Stat("/sys/class/net/" + l.Name()); gone == nil {
+					errs = append(errs, err.Error())
+				}
+			}
+		}
+	}
 	prefix := fmt.Sprintf("%s%d-", netnsPrefix, pid)
 	entries, _ := os.ReadDir("/run/netns")
 	for _, e := range entries {
@@ -206,7 +220,6 @@ func removeRun(pid int) error {
 			}
 		}
 	}
-	bridge := fmt.Sprintf("tsha%d", pid)
 	if _, err := os.Stat("/sys/class/net/" + bridge); err == nil {
 		if err := run("ip", "link", "del", bridge); err != nil {
 			errs = append(errs, err.Error())
