@@ -54,11 +54,7 @@ func kubeletConfig(n *Node, resolvConf string) ([]byte, error) {
 		// would leave pods that cannot start.
 		ImageGCHighThresholdPercent: ptr.To[int32](100),
 		ImageGCLowThresholdPercent:  ptr.To[int32](99),
-		EvictionHard: map[string]string{
-			"memory.available":  "100Mi",
-			"nodefs.available":  "5%",
-			"imagefs.available": "5%",
-		},
+		EvictionHard:                evictionHard(),
 	}
 	return yaml.Marshal(cfg)
 }

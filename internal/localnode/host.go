@@ -48,6 +48,11 @@ func CheckHost(cfg Config) error {
 		}
 	}
 	missing = append(missing, checkCgroups()...)
+	if cfg.Dir != "" {
+		if m := checkDiskSpace(cfg.Dir); m != "" {
+			missing = append(missing, m)
+		}
+	}
 	if fs, err := os.ReadFile("/proc/filesystems"); err != nil || !strings.Contains(string(fs), "\toverlay\n") {
 		missing = append(missing, "the overlay filesystem in the kernel (containerd's snapshotter)")
 	}

@@ -108,7 +108,7 @@ func (n *Node) addMountNS() error {
 // nodes sharing a host, its cgroup root and resolv.conf, which a kubeadm
 // patch of the node's own sets (writePatches), so that init, join and
 // every upgrade write them again.
-var kubeadmConfig = template.Must(template.New("kubeadm").Parse(`{{define "registration"}}nodeRegistration:
+var kubeadmConfig = template.Must(template.New("kubeadm").Funcs(template.FuncMap{"evictionHard": evictionHard}).Parse(`{{define "registration"}}nodeRegistration:
   name: {{.Name}}
   criSocket: unix://{{.Socket}}
   imagePullPolicy: Never
@@ -151,10 +151,8 @@ podLogsDir: /var/lib/kubelet/pod-logs
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:
-  memory.available: 100Mi
-  nodefs.available: 5%
-  imagefs.available: 5%
-{{end}}{{define "join"}}apiVersion: kubeadm.k8s.io/v1beta4
+{{range $k, $v := evictionHard}}  {{$k}}: {{$v}}
+{{end}}{{end}}{{define "join"}}apiVersion: kubeadm.k8s.io/v1beta4
 kind: JoinConfiguration
 discovery:
   bootstrapToken:
