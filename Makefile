@@ -97,7 +97,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench bench-scale bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release bench bench-scale test-cost bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -187,6 +187,10 @@ clean-local: $(BIN)/local-up ## Remove the state of `make run` (PKI, etcd data, 
 # Go decides what is stale, so these always run and are cheap when nothing changed.
 $(BIN)/kube-apiserver: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kube-apiserver
+
+# The cost guard's planted regression (hack/bench/planted): never shipped.
+$(BIN)/kube-apiserver-planted: FORCE
+	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./hack/bench/planted
 
 $(BIN)/kubectl-psp: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kubectl-psp
@@ -447,6 +451,10 @@ test-unit: ## Unit tests (everything but test/e2e), and the scale plot's in test
 	$(GO) test $(UNIT_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
 	$(base_goflags) $(GO) test -C test/scale -count=1 ./...
 	$(call tier_done,test-unit)
+
+test-cost: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-apiserver-planted) ## The cost guard: allocations and etcd requests per pod create, Turnstile over upstream, same-plugins (limit 1.02) and upstream-same (1.04); then the same with a planted 5% regression, which must fail.
+	TURNSTILE_COST_GUARD=1 TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -v -run '^TestCostGuard$$' ./hack/bench/
+	$(call tier_done,test-cost)
 
 test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image ## E2E tests: real etcd and kube-apiserver processes.
 	# The release for this machine's platform, whatever the tree's state, and

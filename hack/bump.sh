@@ -14,8 +14,10 @@
 # the one it pins (never down), and the line's version in every doc (make verify refuses a
 # doc that names a version no line pins);
 # then runs the gate: the line's unit tests (PodSecurityPolicy's v1.24
-# decision cases among them) and, on main, the e2e tier and, as root, the
-# conformance tier; an older line's tier is make test-line. It writes
+# decision cases among them), the cost guard (make test-cost: allocations
+# and etcd requests per pod create against upstream's) and, on main, the
+# e2e tier and, as root, the conformance tier; an older line's tier is make
+# test-line. It writes
 # _output/bump/<version>.md: upstream's admission plugins and their order,
 # kube-apiserver's flags and feature gates, and the [Conformance] spec count,
 # each before and after; what our code failed to compile against; which
@@ -203,9 +205,11 @@ elif [[ ${BUMP_GATE:-full} == unit ]]; then
 	run test-unit env GOFLAGS="-trimpath $flags" go test -count=1 $(GOFLAGS="-trimpath $flags" go list ./... | grep -v /test/e2e)
 elif [[ $mode == line-patch ]]; then
 	run test-line make --no-print-directory test-line LINE="$line"
+	run test-cost make --no-print-directory test-cost LINE="$line"
 else
 	run test-unit make --no-print-directory test-unit
 	run test-e2e make --no-print-directory test-e2e
+	run test-cost make --no-print-directory test-cost
 	if [[ $(id -u) -eq 0 ]]; then run test-conformance make --no-print-directory test-conformance; fi
 fi
 

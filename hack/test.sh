@@ -18,9 +18,9 @@ make=${MAKE:-make}
 root=false
 [[ $(id -u) -eq 0 ]] && root=true
 if $root; then
-	first=(verify test-unit test-e2e test-ha)
+	first=(verify test-unit test-e2e test-cost test-ha)
 else
-	first=(verify test-unit test-e2e test-line)
+	first=(verify test-unit test-e2e test-cost test-line)
 	echo "test: SKIPPED make test-ha, test-node and test-conformance: they need root (network namespaces, a bridge, cgroups); run them as root" >&2
 fi
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -136,6 +137,8 @@ func (s *server) stop() {
 
 // figure is what one run measured.
 type figure struct {
+	// Steps is how many steps of the scenario the run took.
+	Steps      int64   `json:"steps"`
 	Requests   int     `json:"requests"`
 	Errors     int     `json:"errors"`
 	FirstError string  `json:"firstError,omitempty"`
@@ -145,11 +148,22 @@ type figure struct {
 	P99        float64 `json:"p99Ms"`
 	CPUPer1k   float64 `json:"cpuSecondsPer1kRequests"`
 	PeakRSSMiB float64 `json:"peakRssMiB"`
+	// PerRequest is what the apiserver's own counters grew by during the
+	// run, per request of the load, and its goroutines after it.
+	PerRequest counters `json:"perRequest"`
+	// LiveHeapMiB is the heap in use after the run, after a garbage
+	// collection.
+	LiveHeapMiB float64 `json:"liveHeapMiB"`
 }
 
-// load runs scenario s against the server for d with concurrency clients,
-// in a namespace of its own, and measures the apiserver process.
-func (s *server) load(ctx context.Context, sc scenario, concurrency int, d time.Duration, name string) (figure, error) {
+// load runs scenario s against the server with concurrency clients, in a
+// namespace of its own, and measures the apiserver process. The run ends
+// after steps steps of the scenario (its clients take them in turn), or
+// with none given, after d; a run of steps ends at 4×d at the latest.
+// The pairs run a number of steps, so that both sides do the same work
+// and hold the same objects after it: their counters and live heaps
+// compare one to one.
+func (s *server) load(ctx context.Context, sc scenario, concurrency int, d time.Duration, steps int64, name string) (figure, error) {
 	ns := "bench-" + sc.name + "-" + name
 	if _, err := s.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return figure{}, err
@@ -158,12 +172,28 @@ func (s *server) load(ctx context.Context, sc scenario, concurrency int, d time.
 		return figure{}, err
 	}
 	pid := s.apiserver.Pid()
+	countedBefore, err := readCounters(ctx, s.client)
+	if err != nil {
+		return figure{}, err
+	}
 	cpuBefore, err := cpuSeconds(pid)
 	if err != nil {
 		return figure{}, err
 	}
-	runCtx, cancel := context.WithTimeout(ctx, d)
+	limit := d
+	if steps > 0 {
+		limit = 4 * d
+	}
+	runCtx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	var taken atomic.Int64
+	more := func() bool {
+		if runCtx.Err() != nil {
+			return false
+		}
+		n := taken.Add(1)
+		return steps <= 0 || n <= steps
+	}
 	var (
 		mu       sync.Mutex
 		all      []time.Duration
@@ -179,7 +209,7 @@ func (s *server) load(ctx context.Context, sc scenario, concurrency int, d time.
 			var lat []time.Duration
 			var myErrs int
 			var myFirst string
-			for seq := 0; runCtx.Err() == nil; seq++ {
+			for seq := 0; more(); seq++ {
 				if err := sc.step(runCtx, s.client, ns, client, seq, &lat); err != nil && runCtx.Err() == nil {
 					myErrs++
 					if myFirst == "" {
@@ -198,11 +228,26 @@ func (s *server) load(ctx context.Context, sc scenario, concurrency int, d time.
 	}
 	wg.Wait()
 	elapsed := time.Since(began)
+	if steps > 0 {
+		taken.Store(min(taken.Load(), steps))
+	}
 	cpuAfter, err := cpuSeconds(pid)
 	if err != nil {
 		return figure{}, err
 	}
+	countedAfter, err := readCounters(ctx, s.client)
+	if err != nil {
+		return figure{}, err
+	}
 	rss, err := peakRSSMiB(pid)
+	if err != nil {
+		return figure{}, err
+	}
+	heap, err := s.heapProfile(ctx)
+	if err != nil {
+		return figure{}, err
+	}
+	live, err := inUseMiB(heap)
 	if err != nil {
 		return figure{}, err
 	}
@@ -214,10 +259,12 @@ func (s *server) load(ctx context.Context, sc scenario, concurrency int, d time.
 		return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000
 	}
 	f := figure{
+		Steps:    taken.Load(),
 		Requests: len(all), Errors: errs, FirstError: firstErr,
 		Throughput: float64(len(all)) / elapsed.Seconds(),
 		P50:        pct(0.50), P90: pct(0.90), P99: pct(0.99),
 		PeakRSSMiB: rss,
+		PerRequest: perRequest(countedBefore, countedAfter, len(all)), LiveHeapMiB: live,
 	}
 	if len(all) > 0 {
 		f.CPUPer1k = (cpuAfter - cpuBefore) / float64(len(all)) * 1000

@@ -122,7 +122,7 @@ type options struct {
 func main() {
 	var o options
 	flag.IntVar(&o.pairs, "pairs", 3, "Turnstile/upstream run pairs per scenario")
-	flag.DurationVar(&o.duration, "duration", 8*time.Second, "length of one measured run")
+	flag.DurationVar(&o.duration, "duration", 8*time.Second, "length of one measured run: every run takes the steps the slower side took in this long at its warm-up's pace, so that both sides do the same work (ended at 4× this at the latest)")
 	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "unmeasured load on each server before the pairs")
 	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent clients")
 	flag.DurationVar(&o.profile, "profile-duration", 30*time.Second, "length of the profiled run (100 samples a second); with -scale, of the CPU profile at the start of each step's rollout")
@@ -147,13 +147,7 @@ func main() {
 	flag.DurationVar(&so.stepTimeout, "step-timeout", 30*time.Minute, "scale: the longest one step may take")
 	flag.Float64Var(&so.minMemoryMiB, "min-memory", 3072, "scale: MiB of available memory below which no further step is attempted")
 	flag.Parse()
-	// client-go logs the requests a run's deadline cuts short; they are
-	// expected and not counted.
-	quiet := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(quiet)
-	_ = quiet.Set("logtostderr", "false")
-	_ = quiet.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(io.Discard)
+	quietKlog()
 	if *merge != "" {
 		err := fmt.Errorf("-scale and -scale-merge: one or the other")
 		if *scale == "" {
@@ -191,6 +185,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// quietKlog discards klog's output: client-go logs the requests a run's
+// deadline cuts short, and etcd's client its dials before etcd listens;
+// both are expected and neither is counted.
+func quietKlog() {
+	quiet := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(quiet)
+	_ = quiet.Set("logtostderr", "false")
+	_ = quiet.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
 }
 
 // report is what the JSON file holds.
@@ -301,10 +306,9 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 	}
 	defer u.stop()
 
-	for _, srv := range []*server{t, u} {
-		if _, err := srv.load(ctx, s, o.concurrency, o.warmup, "warmup"); err != nil {
-			return result{}, err
-		}
+	steps, err := warmUp(ctx, o, s, t, u)
+	if err != nil {
+		return result{}, err
 	}
 	r := result{Configuration: c.Name, Scenario: s.name}
 	type side struct {
@@ -319,7 +323,7 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 			order[0], order[1] = order[1], order[0]
 		}
 		for _, side := range order {
-			f, err := side.srv.load(ctx, s, o.concurrency, o.duration, fmt.Sprintf("run-%d", i))
+			f, err := side.srv.load(ctx, s, o.concurrency, o.duration, steps, fmt.Sprintf("run-%d", i))
 			if err != nil {
 				return result{}, err
 			}
@@ -339,6 +343,23 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 		r.Profile = &p
 	}
 	return r, nil
+}
+
+// warmUp runs the scenario on each server for -warmup, unmeasured, and
+// returns the number of steps every measured run takes: what the slower
+// side did in -duration at its warm-up's pace.
+func warmUp(ctx context.Context, o options, s scenario, servers ...*server) (int64, error) {
+	rate := -1.0
+	for _, srv := range servers {
+		f, err := srv.load(ctx, s, o.concurrency, o.warmup, 0, "warmup")
+		if err != nil {
+			return 0, err
+		}
+		if r := float64(f.Steps) / o.warmup.Seconds(); rate < 0 || r < rate {
+			rate = r
+		}
+	}
+	return max(int64(rate*o.duration.Seconds()), int64(o.concurrency)), nil
 }
 
 func writeJSON(dir string, rep report) error {
@@ -371,6 +392,11 @@ var metrics = []metric{
 	{"p99", "ms", func(f figure) float64 { return f.P99 }},
 	{"cpu", "s/1k req", func(f figure) float64 { return f.CPUPer1k }},
 	{"peak rss", "MiB", func(f figure) float64 { return f.PeakRSSMiB }},
+	{"allocated", "KiB/req", func(f figure) float64 { return f.PerRequest.AllocBytes / 1024 }},
+	{"allocated", "objects/req", func(f figure) float64 { return f.PerRequest.AllocObjects }},
+	{"etcd", "requests/req", func(f figure) float64 { return f.PerRequest.EtcdRequests }},
+	{"live heap", "MiB", func(f figure) float64 { return f.LiveHeapMiB }},
+	{"goroutines", "", func(f figure) float64 { return f.PerRequest.Goroutines }},
 	{"errors", "", func(f figure) float64 { return float64(f.Errors) }},
 }
 

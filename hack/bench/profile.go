@@ -155,7 +155,7 @@ func writeProfile(p *profile.Profile, path string) error {
 // for the same d, and attributes the profile.
 func (s *server) profiledLoad(ctx context.Context, sc scenario, concurrency int, d time.Duration) (profileReport, error) {
 	wait := s.profileInBackground(ctx, d)
-	f, err := s.load(ctx, sc, concurrency, d, "profiled")
+	f, err := s.load(ctx, sc, concurrency, d, 0, "profiled")
 	p, profileErr := wait()
 	if err != nil {
 		return profileReport{}, err

@@ -660,14 +660,10 @@ type usage struct {
 	cpu, requests, allocBytes, gcCPU float64
 }
 
-// The Go runtime's counters, as client_golang names them for
-// /gc/heap/allocs:bytes and /cpu/classes/gc/total:cpu-seconds (the
-// apiserver's registry exports every runtime metric). The GC's CPU is the
-// runtime's estimate, brought up to date at each collection.
-const (
-	metricAllocBytes = "go_gc_heap_allocs_bytes_total"
-	metricGCCPU      = "go_cpu_classes_gc_total_cpu_seconds_total"
-)
+// metricGCCPU is the Go runtime's /cpu/classes/gc/total:cpu-seconds as
+// client_golang names it: the runtime's estimate of its garbage
+// collector's CPU, brought up to date at each collection.
+const metricGCCPU = "go_cpu_classes_gc_total_cpu_seconds_total"
 
 func (c *scaleCluster) usage(ctx context.Context) (usage, error) {
 	var u usage
@@ -714,11 +710,7 @@ func (u usage) perRequest() (cpuMs, allocKiB float64) {
 
 // scrape reads the apiserver's /metrics and calls each for every sample.
 func (c *scaleCluster) scrape(ctx context.Context, each func(name, line string, value float64)) error {
-	body, err := c.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("/metrics: %w", err)
-	}
-	return eachSample(body, each)
+	return scrape(ctx, c.client, each)
 }
 
 // eachSample calls each for every sample of a Prometheus text exposition:
