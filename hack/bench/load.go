@@ -97,16 +97,29 @@ type server struct {
 	profileFile string
 }
 
-func startServer(dir string, pki *framework.PKI, binary string, args []string) (*server, error) {
+// startServer starts an etcd and the apiserver binary (empty: ours) in dir,
+// with godebug, when not empty, as the apiserver's GODEBUG.
+func startServer(dir string, pki *framework.PKI, binary string, args []string, godebug string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
+	}
+	var command []string
+	if godebug != "" {
+		if binary == "" {
+			binary = "kube-apiserver"
+		}
+		bin, err := framework.Binary(binary)
+		if err != nil {
+			return nil, err
+		}
+		command = []string{"env", "GODEBUG=" + godebug, bin}
 	}
 	etcd, err := framework.StartEtcd(dir)
 	if err != nil {
 		return nil, err
 	}
 	s := &server{etcd: etcd}
-	s.apiserver, err = framework.StartAPIServer(framework.APIServerConfig{Binary: binary, Dir: filepath.Join(dir, "apiserver"), Etcd: etcd, PKI: pki, Args: args})
+	s.apiserver, err = framework.StartAPIServer(framework.APIServerConfig{Binary: binary, Command: command, Dir: filepath.Join(dir, "apiserver"), Etcd: etcd, PKI: pki, Args: args})
 	if err != nil {
 		s.stop()
 		return nil, err

@@ -117,6 +117,7 @@ type options struct {
 	micro       string
 	profile     time.Duration
 	profileOf   string
+	attribute   string
 }
 
 func main() {
@@ -127,6 +128,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent clients")
 	flag.DurationVar(&o.profile, "profile-duration", 30*time.Second, "length of the profiled run (100 samples a second); with -scale, of the CPU profile at the start of each step's rollout")
 	flag.StringVar(&o.profileOf, "profile", "all-documented/pods", "configuration/scenario whose Turnstile side gets one more run under a CPU profile, attributed to admission plugins")
+	flag.StringVar(&o.attribute, "attribute", "same-plugins/pods,upstream-same/pods", "configuration/scenario,...: after the pairs, profile each side for -profile-duration more and list, function by function, what Turnstile spends per request that upstream does not (CPU, bytes and objects allocated); none: \"\"")
 	flag.StringVar(&o.out, "out", "_output/bench", "directory for the JSON report")
 	flag.StringVar(&o.admission, "admission-config", "hack/bench/admission-config.yaml", "AdmissionConfiguration for all-documented")
 	flag.StringVar(&o.only, "only", "", "run only configurations or scenarios whose name contains this")
@@ -218,6 +220,9 @@ type result struct {
 	// Profile attributes the Turnstile side's CPU to admission plugins,
 	// from one more run under a CPU profile (all-documented pods only).
 	Profile *profileReport `json:"profile,omitempty"`
+	// Attribution is what Turnstile spends that upstream does not, by
+	// function (-attribute).
+	Attribution *attributionReport `json:"attribution,omitempty"`
 }
 
 // profiled says whether a result gets a CPU profile: the one -profile
@@ -245,6 +250,9 @@ func run(o options) error {
 			}
 			fmt.Fprintf(os.Stderr, "bench: %s / %s\n", c.Name, s.name)
 			r, err := measure(o, root, pki, c, s)
+			if err == nil && slices.Contains(splitList(o.attribute), c.Name+"/"+s.name) {
+				r.Attribution, err = attributeAgainstUpstream(o, root, pki, c, s)
+			}
 			if err != nil {
 				return fmt.Errorf("%s / %s: %w", c.Name, s.name, err)
 			}
@@ -262,6 +270,11 @@ func run(o options) error {
 	for _, r := range rep.Results {
 		if r.Profile != nil {
 			printProfile(os.Stdout, *r.Profile)
+		}
+	}
+	for _, r := range rep.Results {
+		if r.Attribution != nil {
+			printAttribution(os.Stdout, *r.Attribution)
 		}
 	}
 	if rep.Micro != "" {
@@ -288,22 +301,12 @@ func workspace(prefix string) (string, *framework.PKI, error) {
 // measure runs one scenario of one configuration: both servers fresh, then
 // alternating runs.
 func measure(o options, root string, pki *framework.PKI, c configuration, s scenario) (result, error) {
-	dir := filepath.Join(root, c.Name+"-"+s.name)
-	t, err := startServer(filepath.Join(dir, "turnstile"), pki, c.TurnstileBinary, c.Turnstile)
+	ctx := context.Background()
+	t, u, err := startSides(ctx, filepath.Join(root, c.Name+"-"+s.name), pki, c, "")
 	if err != nil {
 		return result{}, err
 	}
 	defer t.stop()
-	ctx := context.Background()
-	if c.TurnstileSetup != nil {
-		if err := c.TurnstileSetup(ctx, t); err != nil {
-			return result{}, fmt.Errorf("setup: %w", err)
-		}
-	}
-	u, err := startServer(filepath.Join(dir, "upstream"), pki, "kube-apiserver-upstream", c.Upstream)
-	if err != nil {
-		return result{}, err
-	}
 	defer u.stop()
 
 	steps, err := warmUp(ctx, o, s, t, u)
@@ -343,6 +346,28 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 		r.Profile = &p
 	}
 	return r, nil
+}
+
+// startSides starts a configuration's two servers, fresh, in dir, with
+// godebug as each apiserver's GODEBUG (none if empty), and creates what
+// the Turnstile side's plugins need.
+func startSides(ctx context.Context, dir string, pki *framework.PKI, c configuration, godebug string) (t, u *server, err error) {
+	t, err = startServer(filepath.Join(dir, "turnstile"), pki, c.TurnstileBinary, c.Turnstile, godebug)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.TurnstileSetup != nil {
+		if err := c.TurnstileSetup(ctx, t); err != nil {
+			t.stop()
+			return nil, nil, fmt.Errorf("setup: %w", err)
+		}
+	}
+	u, err = startServer(filepath.Join(dir, "upstream"), pki, "kube-apiserver-upstream", c.Upstream, godebug)
+	if err != nil {
+		t.stop()
+		return nil, nil, err
+	}
+	return t, u, nil
 }
 
 // warmUp runs the scenario on each server for -warmup, unmeasured, and

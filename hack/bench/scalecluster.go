@@ -37,7 +37,7 @@ const kcmControllers = "deployment,replicaset,serviceaccount,garbagecollector,no
 const kwokNodeLabel = "type=kwok"
 
 func startScaleCluster(dir string, pki *framework.PKI, binary string, args []string, o scaleOptions) (*scaleCluster, error) {
-	s, err := startServer(dir, pki, binary, args)
+	s, err := startServer(dir, pki, binary, args, "")
 	if err != nil {
 		return nil, err
 	}
