@@ -25,17 +25,33 @@ import (
 // pprof -diff_base` reads the same difference this table shows.
 
 // profiledMemRate is the apiservers' allocation sampling rate for the
-// attribution (GODEBUG=memprofilerate): a sample every 4 KiB allocated
-// instead of Go's default 512 KiB, about 85 samples per pod create, so
-// that a function's share of the objects allocated is counted, not
-// guessed from a few samples. Sampling costs CPU, so the attribution runs
-// on servers of its own, never the timed pairs'.
+// attribution's allocation profiles (GODEBUG=memprofilerate): a sample
+// every 4 KiB allocated instead of Go's default 512 KiB, about 85 samples
+// per pod create, so that a function's share of the objects allocated is
+// counted, not guessed from a few samples. Sampling that often costs CPU
+// where code allocates, so these servers are started for the allocation
+// profiles alone; the CPU profiles are taken on the timed pairs' servers.
 const profiledMemRate = 4096
 
-// attributeAgainstUpstream starts the configuration's two servers afresh, allocation
-// sampling at profiledMemRate, warms them up, profiles a run of each for
-// -profile-duration, and compares them.
-func attributeAgainstUpstream(o options, root string, pki *framework.PKI, c configuration, s scenario) (*attributionReport, error) {
+// cpuProfiles profiles a run of -profile-duration on each side, Turnstile
+// first; measure takes them on the pairs' servers after the pairs.
+func cpuProfiles(ctx context.Context, o options, s scenario, t, u *server) ([2]profiles, error) {
+	var out [2]profiles
+	for i, srv := range []*server{t, u} {
+		p, err := srv.profiledRun(ctx, s, o.concurrency, o.profile, false)
+		if err != nil {
+			return out, fmt.Errorf("%s's CPU profile: %w", [2]string{"Turnstile", "upstream"}[i], err)
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+// attributeAgainstUpstream starts the configuration's two servers afresh,
+// allocation sampling at profiledMemRate, warms them up, profiles the
+// allocations of a run of each for -profile-duration, and compares them
+// and the CPU profiles measure took.
+func attributeAgainstUpstream(o options, root string, pki *framework.PKI, c configuration, s scenario, cpu [2]profiles) (*attributionReport, error) {
 	ctx := context.Background()
 	of := c.Name + "/" + s.name
 	t, u, err := startSides(ctx, filepath.Join(root, c.Name+"-"+s.name+"-attributed"), pki, c, fmt.Sprintf("memprofilerate=%d", profiledMemRate))
@@ -47,15 +63,13 @@ func attributeAgainstUpstream(o options, root string, pki *framework.PKI, c conf
 	if _, err := warmUp(ctx, o, s, t, u); err != nil {
 		return nil, err
 	}
-	tp, err := t.profiledRun(ctx, s, o.concurrency, o.profile)
-	if err != nil {
-		return nil, fmt.Errorf("Turnstile's profiled run: %w", err)
+	var allocs [2]profiles
+	for i, srv := range []*server{t, u} {
+		if allocs[i], err = srv.profiledRun(ctx, s, o.concurrency, o.profile, true); err != nil {
+			return nil, fmt.Errorf("%s's allocation profile: %w", [2]string{"Turnstile", "upstream"}[i], err)
+		}
 	}
-	up, err := u.profiledRun(ctx, s, o.concurrency, o.profile)
-	if err != nil {
-		return nil, fmt.Errorf("upstream's profiled run: %w", err)
-	}
-	r, err := attributeSides(of, o.out, o.profile, tp, up)
+	r, err := attributeSides(of, o.out, o.profile, cpu, allocs)
 	return &r, err
 }
 
@@ -97,54 +111,63 @@ type attributionTable struct {
 
 // attributionReport is the attribution of one configuration and scenario.
 type attributionReport struct {
-	Of       string             `json:"of"`
-	Seconds  float64            `json:"profileSeconds"`
-	Requests [2]int             `json:"requests"` // Turnstile's, upstream's
+	Of      string  `json:"of"`
+	Seconds float64 `json:"profileSeconds"`
+	// Requests are the profiled runs' requests by kind of profile,
+	// Turnstile's then upstream's.
+	Requests map[string][2]int  `json:"requests"`
 	Tables   []attributionTable `json:"tables"`
 	// Files are the profiles, by side and kind ("turnstile.cpu").
 	Files map[string]string `json:"files"`
 }
 
-// profiles is one side's profiled run: CPU and allocations over the same
-// window, scaled to 1,000 requests.
+// profiles is one side's profiled run, scaled to 1,000 requests: its CPU
+// profile, or the allocations its allocation profile grew by.
 type profiles struct {
-	cpu, allocs *profile.Profile
-	requests    int
+	profile  *profile.Profile
+	requests int
 }
 
-// profiledRun runs the scenario for d while the apiserver takes a CPU
-// profile over the same d; its allocation profile (cumulative since it
-// started) is read before and after, and the difference kept.
-func (s *server) profiledRun(ctx context.Context, sc scenario, concurrency int, d time.Duration) (profiles, error) {
-	before, err := s.pprof(ctx, "allocs")
-	if err != nil {
-		return profiles{}, err
-	}
-	wait := s.profileInBackground(ctx, d)
-	f, err := s.load(ctx, sc, concurrency, d, 0, "attributed")
-	cpu, cpuErr := wait()
-	if err != nil {
-		return profiles{}, err
-	}
-	if cpuErr != nil {
-		return profiles{}, cpuErr
-	}
-	after, err := s.pprof(ctx, "allocs")
-	if err != nil {
-		return profiles{}, err
-	}
-	before.Scale(-1)
-	allocs, err := profile.Merge([]*profile.Profile{after, before})
-	if err != nil {
-		return profiles{}, fmt.Errorf("the allocation profiles before and after the run: %w", err)
+// profiledRun runs the scenario for d and profiles it: with allocs, the
+// apiserver's allocation profile (cumulative since it started) is read
+// before and after, and the difference kept; else the apiserver takes a
+// CPU profile over the same d.
+func (s *server) profiledRun(ctx context.Context, sc scenario, concurrency int, d time.Duration, allocs bool) (profiles, error) {
+	var p *profile.Profile
+	var f figure
+	var err error
+	if allocs {
+		var before, after *profile.Profile
+		if before, err = s.pprof(ctx, "allocs"); err != nil {
+			return profiles{}, err
+		}
+		if f, err = s.load(ctx, sc, concurrency, d, 0, "allocs-profiled"); err != nil {
+			return profiles{}, err
+		}
+		if after, err = s.pprof(ctx, "allocs"); err != nil {
+			return profiles{}, err
+		}
+		before.Scale(-1)
+		if p, err = profile.Merge([]*profile.Profile{after, before}); err != nil {
+			return profiles{}, fmt.Errorf("the allocation profiles before and after the run: %w", err)
+		}
+	} else {
+		wait := s.profileInBackground(ctx, d)
+		f, err = s.load(ctx, sc, concurrency, d, 0, "cpu-profiled")
+		var cpuErr error
+		p, cpuErr = wait()
+		if err == nil {
+			err = cpuErr
+		}
+		if err != nil {
+			return profiles{}, err
+		}
 	}
 	if f.Requests == 0 {
 		return profiles{}, fmt.Errorf("the profiled run made no request")
 	}
-	perThousand := 1000 / float64(f.Requests)
-	cpu.Scale(perThousand)
-	allocs.Scale(perThousand)
-	return profiles{cpu: cpu, allocs: allocs, requests: f.Requests}, nil
+	p.Scale(1000 / float64(f.Requests))
+	return profiles{profile: p, requests: f.Requests}, nil
 }
 
 // pprof reads one of the apiserver's /debug/pprof profiles.
@@ -156,29 +179,29 @@ func (s *server) pprof(ctx context.Context, name string) (*profile.Profile, erro
 	return profile.Parse(bytes.NewReader(data))
 }
 
-// attributeSides compares the two sides' profiles and writes them into dir
-// as <of>-<side>.<profile>.pprof.
-func attributeSides(of, dir string, d time.Duration, t, u profiles) (attributionReport, error) {
-	r := attributionReport{Of: of, Seconds: d.Seconds(), Requests: [2]int{t.requests, u.requests}, Files: map[string]string{}}
+// attributeSides compares the two sides' profiles (Turnstile's first in
+// each pair) and writes them into dir as <of>-<side>.<kind>.pprof.
+func attributeSides(of, dir string, d time.Duration, cpu, allocs [2]profiles) (attributionReport, error) {
+	r := attributionReport{Of: of, Seconds: d.Seconds(), Requests: map[string][2]int{"cpu": {cpu[0].requests, cpu[1].requests}, "allocs": {allocs[0].requests, allocs[1].requests}}, Files: map[string]string{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return r, err
 	}
 	base := strings.ReplaceAll(of, "/", "-")
-	for side, p := range map[string]profiles{"turnstile": t, "upstream": u} {
-		for kind, prof := range map[string]*profile.Profile{"cpu": p.cpu, "allocs": p.allocs} {
+	for kind, pair := range map[string][2]profiles{"cpu": cpu, "allocs": allocs} {
+		for i, side := range []string{"turnstile", "upstream"} {
 			name := filepath.Join(dir, fmt.Sprintf("%s-%s.%s.pprof", base, side, kind))
-			if err := writeProfile(prof, name); err != nil {
+			if err := writeProfile(pair[i].profile, name); err != nil {
 				return r, err
 			}
 			r.Files[side+"."+kind] = name
 		}
 	}
 	for _, k := range sampleKinds {
-		tp, up := t.allocs, u.allocs
+		pair := allocs
 		if k.profile == "cpu" {
-			tp, up = t.cpu, u.cpu
+			pair = cpu
 		}
-		table, err := diffProfiles(tp, up, k.sampleType)
+		table, err := diffProfiles(pair[0].profile, pair[1].profile, k.sampleType)
 		if err != nil {
 			return r, err
 		}
@@ -317,7 +340,8 @@ func attributedFunction(s *profile.Sample) string {
 }
 
 func printAttribution(w io.Writer, r attributionReport) {
-	fmt.Fprintf(w, "\n%s: what Turnstile spends per request that upstream does not, from %.0f s profiles of each (%d and %d requests).\n", r.Of, r.Seconds, r.Requests[0], r.Requests[1])
+	fmt.Fprintf(w, "\n%s: what Turnstile spends per request that upstream does not, from %.0f s profiles of each side: CPU on the timed servers (%d and %d requests), allocations on servers sampling every %d bytes (%d and %d).\n",
+		r.Of, r.Seconds, r.Requests["cpu"][0], r.Requests["cpu"][1], profiledMemRate, r.Requests["allocs"][0], r.Requests["allocs"][1])
 	fmt.Fprintf(w, "A sample is charged to the innermost frame of an admission plugin, else to its own function; rows of at least %.1f%% of upstream's total.\n", 100*attributionShare)
 	fmt.Fprintf(w, "The same, by hand: go tool pprof -top -diff_base %s %s (and -sample_index=alloc_space with %s, %s); profiles per 1,000 requests.\n",
 		r.Files["upstream.cpu"], r.Files["turnstile.cpu"], r.Files["upstream.allocs"], r.Files["turnstile.allocs"])

@@ -223,6 +223,14 @@ type result struct {
 	// Attribution is what Turnstile spends that upstream does not, by
 	// function (-attribute).
 	Attribution *attributionReport `json:"attribution,omitempty"`
+	// cpuProfiles are the attribution's CPU profiles, of the timed
+	// servers (Turnstile's, upstream's).
+	cpuProfiles [2]profiles
+}
+
+// attributed says whether -attribute names the configuration and scenario.
+func attributed(o options, c configuration, s scenario) bool {
+	return slices.Contains(splitList(o.attribute), c.Name+"/"+s.name)
 }
 
 // profiled says whether a result gets a CPU profile: the one -profile
@@ -250,8 +258,8 @@ func run(o options) error {
 			}
 			fmt.Fprintf(os.Stderr, "bench: %s / %s\n", c.Name, s.name)
 			r, err := measure(o, root, pki, c, s)
-			if err == nil && slices.Contains(splitList(o.attribute), c.Name+"/"+s.name) {
-				r.Attribution, err = attributeAgainstUpstream(o, root, pki, c, s)
+			if err == nil && attributed(o, c, s) {
+				r.Attribution, err = attributeAgainstUpstream(o, root, pki, c, s, r.cpuProfiles)
 			}
 			if err != nil {
 				return fmt.Errorf("%s / %s: %w", c.Name, s.name, err)
@@ -344,6 +352,11 @@ func measure(o options, root string, pki *framework.PKI, c configuration, s scen
 		}
 		p.Of = c.Name + "/" + s.name
 		r.Profile = &p
+	}
+	if attributed(o, c, s) {
+		if r.cpuProfiles, err = cpuProfiles(ctx, o, s, t, u); err != nil {
+			return result{}, err
+		}
 	}
 	return r, nil
 }

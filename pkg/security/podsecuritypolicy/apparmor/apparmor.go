@@ -75,10 +75,8 @@ func ContainerProfile(pod *api.Pod, name string, sc *api.SecurityContext) string
 	if sc != nil && sc.AppArmorProfile != nil {
 		return nameFor(sc.AppArmorProfile)
 	}
-	if len(pod.Annotations) > 0 {
-		if p := pod.Annotations[api.DeprecatedAppArmorAnnotationKeyPrefix+name]; p != "" {
-			return p
-		}
+	if p, _ := profile.ContainerAnnotation(pod.Annotations, api.DeprecatedAppArmorAnnotationKeyPrefix, name); p != "" {
+		return p
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil && psc.AppArmorProfile != nil {
 		return nameFor(psc.AppArmorProfile)
@@ -95,7 +93,8 @@ func ContainerHasProfile(pod *api.Pod, name string, sc *api.SecurityContext) boo
 	if psc := pod.Spec.SecurityContext; psc != nil && psc.AppArmorProfile != nil {
 		return true
 	}
-	return len(pod.Annotations) > 0 && pod.Annotations[api.DeprecatedAppArmorAnnotationKeyPrefix+name] != ""
+	p, _ := profile.ContainerAnnotation(pod.Annotations, api.DeprecatedAppArmorAnnotationKeyPrefix, name)
+	return p != ""
 }
 
 // nameFor writes a field in the annotation form.

@@ -57,3 +57,19 @@ func Field(name string) (typ string, localhost *string, err error) {
 	}
 	return "", nil, fmt.Errorf("%q is not a profile a pod field can name", name)
 }
+
+// ContainerAnnotation returns the value of the container's deprecated
+// profile annotation, prefix followed by the container's name, and whether
+// the pod has it. The key is built in a buffer on the stack: every
+// provider asks for every container of every pod created, and the
+// prefixes are too long for the compiler's own temporary (32 bytes), so
+// `annotations[prefix+name]` allocated each time.
+func ContainerAnnotation(annotations map[string]string, prefix, container string) (string, bool) {
+	if len(annotations) == 0 {
+		return "", false
+	}
+	var buf [128]byte // a prefix and a container name (at most 63 bytes) fit
+	key := append(append(buf[:0], prefix...), container...)
+	value, ok := annotations[string(key)]
+	return value, ok
+}

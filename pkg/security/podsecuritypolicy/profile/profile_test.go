@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -38,5 +39,34 @@ func TestNameAndField(t *testing.T) {
 	}
 	if got := Name("Localhost", nil); got != "" {
 		t.Errorf("Name(Localhost, nil) = %q, want empty", got)
+	}
+}
+
+func TestContainerAnnotation(t *testing.T) {
+	const prefix = "container.apparmor.security.beta.kubernetes.io/"
+	long := strings.Repeat("c", 63) // the longest container name
+	annotations := map[string]string{prefix + "app": "runtime/default", prefix + long: "unconfined", prefix + "empty": ""}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		container   string
+		want        string
+		wantOK      bool
+	}{
+		{"the container's annotation", annotations, "app", "runtime/default", true},
+		{"the longest name", annotations, long, "unconfined", true},
+		{"an empty value is there", annotations, "empty", "", true},
+		{"another container's is not", annotations, "sidecar", "", false},
+		{"no annotations", nil, "app", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ContainerAnnotation(tc.annotations, prefix, tc.container)
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("ContainerAnnotation(%q) = %q, %v; want %q, %v", tc.container, got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+	if allocs := testing.AllocsPerRun(100, func() { ContainerAnnotation(annotations, prefix, long) }); allocs != 0 {
+		t.Errorf("ContainerAnnotation allocates %v times a call, want none", allocs)
 	}
 }

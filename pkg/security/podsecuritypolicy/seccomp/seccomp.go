@@ -111,10 +111,8 @@ func ContainerProfile(pod *api.Pod, name string, sc *api.SecurityContext) string
 	if sc != nil && sc.SeccompProfile != nil {
 		return nameFor(sc.SeccompProfile)
 	}
-	if len(pod.Annotations) > 0 {
-		if p, ok := pod.Annotations[api.SeccompContainerAnnotationKeyPrefix+name]; ok {
-			return p
-		}
+	if p, ok := profile.ContainerAnnotation(pod.Annotations, api.SeccompContainerAnnotationKeyPrefix, name); ok {
+		return p
 	}
 	return PodProfile(pod)
 }
@@ -137,7 +135,8 @@ func ContainerAnnotationField(pod *api.Pod, name string, sc *api.SecurityContext
 	if sc != nil && sc.SeccompProfile != nil || len(pod.Annotations) == 0 {
 		return nil
 	}
-	return annotationField(pod.Annotations[api.SeccompContainerAnnotationKeyPrefix+name])
+	p, _ := profile.ContainerAnnotation(pod.Annotations, api.SeccompContainerAnnotationKeyPrefix, name)
+	return annotationField(p)
 }
 
 func annotationField(name string) *api.SeccompProfile {

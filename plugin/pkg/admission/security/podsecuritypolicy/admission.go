@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -505,6 +506,7 @@ type requester struct {
 	idStore        [2]identity
 	calls          int         // authorizer calls so far, which the tests count
 	cache          *rulesCache // rules listed, and answers given, for earlier requests
+	now            time.Time   // set on the first look at the cache (clock)
 }
 
 // identity is the pod's service account or the requesting user, as the
@@ -720,12 +722,20 @@ func (r *requester) rulesFor(id *identity) *identityRules {
 	resolver, ok := r.authz.(authorizer.RuleResolver)
 	if !ok {
 		id.rules = unlisted
-	} else if id.rules = r.cache.get(id.key); id.rules == nil {
+	} else if id.rules = r.cache.get(id.key, r.clock()); id.rules == nil {
 		gen := r.cache.current()
 		id.rules = listRules(r.ctx, resolver, r.userInfo(id), r.namespace)
 		r.cache.put(id.key, gen, id.rules)
 	}
 	return id.rules
+}
+
+// clock is the time of the request's first look at the rules cache.
+func (r *requester) clock() time.Time {
+	if r.now.IsZero() {
+		r.now = r.cache.now()
+	}
+	return r.now
 }
 
 // unlisted stands for the rules of an identity that the authorizer

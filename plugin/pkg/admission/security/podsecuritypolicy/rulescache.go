@@ -88,15 +88,18 @@ func (c *rulesCache) handler() cache.ResourceEventHandlerFuncs {
 // current is the generation to pass to put for rules listed from now on.
 func (c *rulesCache) current() uint64 { return c.generation.Load() }
 
-// get returns the rules listed for key in the current generation, if any.
-func (c *rulesCache) get(key identityKey) *identityRules {
+// get returns the rules listed for key in the current generation, if any,
+// and not older than maxAge at now. A request reads the clock once for all
+// its identities (requester.clock): on a virtual machine a clock read
+// costs as much as the rest of a cache hit.
+func (c *rulesCache) get(key identityKey, now time.Time) *identityRules {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.currentLocked() {
 		return nil
 	}
 	e, ok := c.entries[key]
-	if !ok || c.now().Sub(e.listed) > maxAge {
+	if !ok || now.Sub(e.listed) > maxAge {
 		return nil
 	}
 	return e.rules

@@ -24,20 +24,20 @@ func TestRulesCache(t *testing.T) {
 	alice, bob := identityKey{user: "alice"}, identityKey{user: "bob"}
 	gen := c.current()
 	c.put(alice, gen, rules)
-	if c.get(alice) != rules || c.get(bob) != nil {
+	if c.get(alice, c.now()) != rules || c.get(bob, c.now()) != nil {
 		t.Fatal("a stored entry is not found, or another key finds it")
 	}
 	c.generation.Add(1) // an RBAC event
-	if c.get(alice) != nil {
+	if c.get(alice, c.now()) != nil {
 		t.Error("an RBAC event left the entry in place")
 	}
 	c.put(alice, gen, rules) // listed before the event
-	if c.get(alice) != nil {
+	if c.get(alice, c.now()) != nil {
 		t.Error("rules listed before an RBAC event were stored after it")
 	}
 	c.put(alice, c.current(), rules)
 	now = now.Add(maxAge + time.Second)
-	if c.get(alice) != nil {
+	if c.get(alice, c.now()) != nil {
 		t.Errorf("rules older than %s were used", maxAge)
 	}
 
@@ -50,41 +50,41 @@ func TestRulesCache(t *testing.T) {
 
 	// Answers live with the rules they were asked under.
 	c.put(alice, c.current(), rules)
-	c.keep(c.get(alice), 0, "a", true)
-	if allowed, ok := c.get(alice).answer(0, "a"); !ok || !allowed {
+	c.keep(c.get(alice, c.now()), 0, "a", true)
+	if allowed, ok := c.get(alice, c.now()).answer(0, "a"); !ok || !allowed {
 		t.Fatal("a kept answer is not found")
 	}
-	if _, ok := c.get(alice).answer(1, "a"); ok {
+	if _, ok := c.get(alice, c.now()).answer(1, "a"); ok {
 		t.Error("an answer was found for another group")
 	}
-	c.keep(c.get(alice), 1, "a", false)
-	if allowed, ok := c.get(alice).answer(1, "a"); !ok || allowed {
+	c.keep(c.get(alice, c.now()), 1, "a", false)
+	if allowed, ok := c.get(alice, c.now()).answer(1, "a"); !ok || allowed {
 		t.Error("a denial is not kept")
 	}
-	held := c.get(alice)
+	held := c.get(alice, c.now())
 	c.generation.Add(1)
 	c.keep(held, 0, "b", true) // asked before the event, kept after it
-	if c.get(alice) != nil {
+	if c.get(alice, c.now()) != nil {
 		t.Error("an RBAC event left the rules, and their answers, in place")
 	}
 	c.put(alice, c.current(), &identityRules{complete: true})
-	if _, ok := c.get(alice).answer(0, "a"); ok {
+	if _, ok := c.get(alice, c.now()).answer(0, "a"); ok {
 		t.Error("rules listed after an RBAC event carry an answer given before it")
 	}
 	now = now.Add(maxAge + time.Second)
-	if c.get(alice) != nil {
+	if c.get(alice, c.now()) != nil {
 		t.Errorf("rules and answers older than %s were used", maxAge)
 	}
 	c.put(alice, c.current(), &identityRules{complete: true})
 	for i := range maxCachedAnswers + 1 {
-		if r := c.get(alice); r != nil {
+		if r := c.get(alice, c.now()); r != nil {
 			c.keep(r, 0, fmt.Sprint(i), true)
 		}
 	}
-	if r := c.get(alice); r != nil && len(r.answers[0]) > maxCachedAnswers {
+	if r := c.get(alice, c.now()); r != nil && len(r.answers[0]) > maxCachedAnswers {
 		t.Errorf("%d answers, more than %d", len(r.answers[0]), maxCachedAnswers)
 	}
-	if c.get(alice) != nil {
+	if c.get(alice, c.now()) != nil {
 		t.Errorf("the cache did not start over after %d answers", maxCachedAnswers+1)
 	}
 
