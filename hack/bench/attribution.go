@@ -33,18 +33,47 @@ import (
 // profiles alone; the CPU profiles are taken on the timed pairs' servers.
 const profiledMemRate = 4096
 
-// cpuProfiles profiles a run of -profile-duration on each side, Turnstile
-// first; measure takes them on the pairs' servers after the pairs.
+// cpuProfiles profiles two runs of -profile-duration on each side, in ABBA
+// order as the pairs run, and merges each side's two: a CPU profile of one
+// run after the other moved by 20% with the order alone. measure takes
+// them on the pairs' servers after the pairs.
 func cpuProfiles(ctx context.Context, o options, s scenario, t, u *server) ([2]profiles, error) {
-	var out [2]profiles
-	for i, srv := range []*server{t, u} {
-		p, err := srv.profiledRun(ctx, s, o.concurrency, o.profile, false)
+	var runs [2][]profiles
+	for _, i := range []int{0, 1, 1, 0} {
+		p, err := []*server{t, u}[i].profiledRun(ctx, s, o.concurrency, o.profile, false)
 		if err != nil {
-			return out, fmt.Errorf("%s's CPU profile: %w", [2]string{"Turnstile", "upstream"}[i], err)
+			return [2]profiles{}, fmt.Errorf("%s's CPU profile: %w", [2]string{"Turnstile", "upstream"}[i], err)
 		}
-		out[i] = p
+		runs[i] = append(runs[i], p)
+	}
+	var out [2]profiles
+	for i := range runs {
+		var err error
+		if out[i], err = perThousand(runs[i]...); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
+}
+
+// perThousand merges profiled runs of one side into one profile scaled to
+// 1,000 requests.
+func perThousand(runs ...profiles) (profiles, error) {
+	var ps []*profile.Profile
+	requests := 0
+	for _, r := range runs {
+		ps = append(ps, r.profile)
+		requests += r.requests
+	}
+	merged, err := profile.Merge(ps)
+	if err != nil {
+		return profiles{}, fmt.Errorf("merging the profiles of one side: %w", err)
+	}
+	if requests == 0 {
+		return profiles{}, fmt.Errorf("the profiled runs made no request")
+	}
+	merged.Scale(1000 / float64(requests))
+	return profiles{profile: merged, requests: requests}, nil
 }
 
 // attributeAgainstUpstream starts the configuration's two servers afresh,
@@ -65,7 +94,11 @@ func attributeAgainstUpstream(o options, root string, pki *framework.PKI, c conf
 	}
 	var allocs [2]profiles
 	for i, srv := range []*server{t, u} {
-		if allocs[i], err = srv.profiledRun(ctx, s, o.concurrency, o.profile, true); err != nil {
+		run, err := srv.profiledRun(ctx, s, o.concurrency, o.profile, true)
+		if err == nil {
+			allocs[i], err = perThousand(run)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s's allocation profile: %w", [2]string{"Turnstile", "upstream"}[i], err)
 		}
 	}
@@ -121,8 +154,8 @@ type attributionReport struct {
 	Files map[string]string `json:"files"`
 }
 
-// profiles is one side's profiled run, scaled to 1,000 requests: its CPU
-// profile, or the allocations its allocation profile grew by.
+// profiles is one side's profiled run or runs: the CPU profile, or the
+// allocations the allocation profile grew by, and the requests made.
 type profiles struct {
 	profile  *profile.Profile
 	requests int
@@ -163,10 +196,6 @@ func (s *server) profiledRun(ctx context.Context, sc scenario, concurrency int, 
 			return profiles{}, err
 		}
 	}
-	if f.Requests == 0 {
-		return profiles{}, fmt.Errorf("the profiled run made no request")
-	}
-	p.Scale(1000 / float64(f.Requests))
 	return profiles{profile: p, requests: f.Requests}, nil
 }
 
@@ -340,7 +369,7 @@ func attributedFunction(s *profile.Sample) string {
 }
 
 func printAttribution(w io.Writer, r attributionReport) {
-	fmt.Fprintf(w, "\n%s: what Turnstile spends per request that upstream does not, from %.0f s profiles of each side: CPU on the timed servers (%d and %d requests), allocations on servers sampling every %d bytes (%d and %d).\n",
+	fmt.Fprintf(w, "\n%s: what Turnstile spends per request that upstream does not, from profiles of each side: CPU of two %.0f s runs on the timed servers (%d and %d requests), allocations of one run on servers sampling every %d bytes (%d and %d).\n",
 		r.Of, r.Seconds, r.Requests["cpu"][0], r.Requests["cpu"][1], profiledMemRate, r.Requests["allocs"][0], r.Requests["allocs"][1])
 	fmt.Fprintf(w, "A sample is charged to the innermost frame of an admission plugin, else to its own function; rows of at least %.1f%% of upstream's total.\n", 100*attributionShare)
 	fmt.Fprintf(w, "The same, by hand: go tool pprof -top -diff_base %s %s (and -sample_index=alloc_space with %s, %s); profiles per 1,000 requests.\n",

@@ -135,6 +135,7 @@ func main() {
 	flag.StringVar(&o.micro, "micro", "", "output of `go test -bench` to include in the report")
 	var so scaleOptions
 	scale := flag.String("scale", "", "run the scale benchmark instead, through these steps: NODES/PODS/POLICIES/RULES,... (make bench-scale)")
+	policyHeap := flag.String("policy-heap", "", "instead of the load, measure what serving policy/v1beta1 adds to the live heap: NODES/PODS/POLICIES on two of our apiservers, one serving the API with the policies, one not (bench-scale's largest step: 5000/30000/1000)")
 	merge := flag.String("scale-merge", "", "instead of running, combine earlier scale runs (DIR,DIR,...: their latest.json) into one table, summary and plot.json in -out")
 	flag.StringVar(&so.sides, "sides", "turnstile,upstream-same,upstream", "scale: the sides to grow, one after another (turnstile, upstream-same, upstream)")
 	flag.IntVar(&so.repeats, "repeats", 1, "scale: turns in which every side grows through the steps, in alternating order; the summary compares medians")
@@ -150,6 +151,17 @@ func main() {
 	flag.Float64Var(&so.minMemoryMiB, "min-memory", 3072, "scale: MiB of available memory below which no further step is attempted")
 	flag.Parse()
 	quietKlog()
+	if *policyHeap != "" {
+		size, err := parsePolicyHeapSize(*policyHeap)
+		if err == nil {
+			err = runPolicyHeap(o, size)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *merge != "" {
 		err := fmt.Errorf("-scale and -scale-merge: one or the other")
 		if *scale == "" {

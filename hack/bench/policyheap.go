@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	pspclient "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned"
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+// policyHeapSize is what -policy-heap fills each server with.
+type policyHeapSize struct{ Nodes, Pods, Policies int }
+
+func parsePolicyHeapSize(s string) (policyHeapSize, error) {
+	parts := strings.Split(s, "/")
+	var n [3]int
+	if len(parts) != len(n) {
+		return policyHeapSize{}, fmt.Errorf("-policy-heap %q: want NODES/PODS/POLICIES", s)
+	}
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 || (i == 2 && v < 1) {
+			return policyHeapSize{}, fmt.Errorf("-policy-heap %q: %q is not a count (at least one policy)", s, p)
+		}
+		n[i] = v
+	}
+	return policyHeapSize{n[0], n[1], n[2]}, nil
+}
+
+// policyHeapReport is what -policy-heap measured.
+type policyHeapReport struct {
+	Size policyHeapSize `json:"size"`
+	// The live heaps after a collection: of the server serving
+	// policy/v1beta1 with the policies, and of the one not serving it.
+	ServingMiB    float64 `json:"servingLiveHeapMiB"`
+	NotServingMiB float64 `json:"notServingLiveHeapMiB"`
+	// Their resident sets.
+	ServingRSSMiB    float64 `json:"servingRssMiB"`
+	NotServingRSSMiB float64 `json:"notServingRssMiB"`
+}
+
+// share is what serving the API adds, of the heap without it.
+func (r policyHeapReport) share() float64 { return (r.ServingMiB - r.NotServingMiB) / r.NotServingMiB }
+
+// servingPolicyArgs serve policy/v1beta1 without the admission plugin, so
+// that both servers admit the same pods and hold the same objects but the
+// policies.
+var servingPolicyArgs = []string{"--runtime-config=policy/v1beta1/podsecuritypolicies=true"}
+
+// runPolicyHeap measures what serving policy/v1beta1 with size.Policies
+// policies costs in heap: two of our apiservers, one serving the API with
+// the policies created, one not, each then given the same nodes and pods
+// (the pods unscheduled, as a cluster of size.Nodes holds them), and their
+// live heaps compared after a collection. The policy server's storage, its
+// watch cache of the policies and the decoding of its requests are what
+// differs.
+func runPolicyHeap(o options, size policyHeapSize) error {
+	ctx := context.Background()
+	root, pki, err := workspace("turnstile-policy-heap-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	r := policyHeapReport{Size: size}
+	for _, side := range []struct {
+		name      string
+		args      []string
+		heap, rss *float64
+		policies  bool
+	}{
+		{"serving", servingPolicyArgs, &r.ServingMiB, &r.ServingRSSMiB, true},
+		{"not-serving", nil, &r.NotServingMiB, &r.NotServingRSSMiB, false},
+	} {
+		fmt.Fprintf(os.Stderr, "bench: policy heap: %s policy/v1beta1: %d nodes, %d pods%s\n", side.name, size.Nodes, size.Pods,
+			map[bool]string{true: fmt.Sprintf(", %d policies", size.Policies)}[side.policies])
+		heap, rss, err := fillAndWeigh(ctx, filepath.Join(root, side.name), pki, side.args, size, side.policies, o.concurrency)
+		if err != nil {
+			return fmt.Errorf("%s: %w", side.name, err)
+		}
+		*side.heap, *side.rss = heap, rss
+	}
+	fmt.Printf("\nServing policy/v1beta1 with %d policies, %d nodes and %d pods on both servers:\n", size.Policies, size.Nodes, size.Pods)
+	fmt.Printf("  live heap %.1f MiB against %.1f MiB without the API: %+.1f MiB, %+.2f%%\n", r.ServingMiB, r.NotServingMiB, r.ServingMiB-r.NotServingMiB, 100*r.share())
+	fmt.Printf("  resident set %.1f MiB against %.1f MiB\n", r.ServingRSSMiB, r.NotServingRSSMiB)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(o.out, "policy-heap.json"), data, 0o644)
+}
+
+// fillAndWeigh starts one of our apiservers with args, creates what size
+// says (the policies only when policies is set), and returns its live heap
+// and resident set in MiB.
+func fillAndWeigh(ctx context.Context, dir string, pki *framework.PKI, args []string, size policyHeapSize, policies bool, workers int) (heap, rss float64, err error) {
+	s, err := startServer(dir, pki, "", args, "")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.stop()
+	if policies {
+		quiet := rest.CopyConfig(s.config)
+		quiet.WarningHandler = rest.NoWarnings{}
+		psps, err := pspclient.NewForConfig(quiet)
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := ensurePolicies(ctx, s.client, psps, size.Policies, workers); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := ensureNodes(ctx, s.client, size.Nodes, workers); err != nil {
+		return 0, 0, err
+	}
+	const namespaces = 10
+	for i := range namespaces {
+		if err := ignoreExists(created(s.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("heap-%d", i)}}, metav1.CreateOptions{}))); err != nil {
+			return 0, 0, err
+		}
+	}
+	tmpl := workloadPod("heap", false)
+	err = parallel(ctx, 0, size.Pods, workers, func(ctx context.Context, i int) error {
+		pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+		pod.Name = fmt.Sprintf("pod-%05d", i)
+		return ignoreExists(created(s.client.CoreV1().Pods(fmt.Sprintf("heap-%d", i%namespaces)).Create(ctx, pod, metav1.CreateOptions{})))
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	// The watch caches and informers catch up with the last writes.
+	time.Sleep(5 * time.Second)
+	p, err := s.heapProfile(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if heap, err = inUseMiB(p); err != nil {
+		return 0, 0, err
+	}
+	rss, err = procMiB(fmt.Sprintf("/proc/%d/status", s.apiserver.Pid()), "VmRSS:")
+	return heap, rss, err
+}
