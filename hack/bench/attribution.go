@@ -39,8 +39,8 @@ const profiledMemRate = 4096
 // them on the pairs' servers after the pairs.
 func cpuProfiles(ctx context.Context, o options, s scenario, t, u *server) ([2]profiles, error) {
 	var runs [2][]profiles
-	for _, i := range []int{0, 1, 1, 0} {
-		p, err := []*server{t, u}[i].profiledRun(ctx, s, o.concurrency, o.profile, false)
+	for n, i := range []int{0, 1, 1, 0} {
+		p, err := []*server{t, u}[i].profiledRun(ctx, s, o.concurrency, o.profile, false, fmt.Sprintf("cpu-profiled-%d", n))
 		if err != nil {
 			return [2]profiles{}, fmt.Errorf("%s's CPU profile: %w", [2]string{"Turnstile", "upstream"}[i], err)
 		}
@@ -94,7 +94,7 @@ func attributeAgainstUpstream(o options, root string, pki *framework.PKI, c conf
 	}
 	var allocs [2]profiles
 	for i, srv := range []*server{t, u} {
-		run, err := srv.profiledRun(ctx, s, o.concurrency, o.profile, true)
+		run, err := srv.profiledRun(ctx, s, o.concurrency, o.profile, true, "allocs-profiled")
 		if err == nil {
 			allocs[i], err = perThousand(run)
 		}
@@ -164,8 +164,9 @@ type profiles struct {
 // profiledRun runs the scenario for d and profiles it: with allocs, the
 // apiserver's allocation profile (cumulative since it started) is read
 // before and after, and the difference kept; else the apiserver takes a
-// CPU profile over the same d.
-func (s *server) profiledRun(ctx context.Context, sc scenario, concurrency int, d time.Duration, allocs bool) (profiles, error) {
+// CPU profile over the same d. name names the run's namespace, new on
+// the server.
+func (s *server) profiledRun(ctx context.Context, sc scenario, concurrency int, d time.Duration, allocs bool, name string) (profiles, error) {
 	var p *profile.Profile
 	var f figure
 	var err error
@@ -174,7 +175,7 @@ func (s *server) profiledRun(ctx context.Context, sc scenario, concurrency int, 
 		if before, err = s.pprof(ctx, "allocs"); err != nil {
 			return profiles{}, err
 		}
-		if f, err = s.load(ctx, sc, concurrency, d, 0, "allocs-profiled"); err != nil {
+		if f, err = s.load(ctx, sc, concurrency, d, 0, name); err != nil {
 			return profiles{}, err
 		}
 		if after, err = s.pprof(ctx, "allocs"); err != nil {
@@ -186,7 +187,7 @@ func (s *server) profiledRun(ctx context.Context, sc scenario, concurrency int, 
 		}
 	} else {
 		wait := s.profileInBackground(ctx, d)
-		f, err = s.load(ctx, sc, concurrency, d, 0, "cpu-profiled")
+		f, err = s.load(ctx, sc, concurrency, d, 0, name)
 		var cpuErr error
 		p, cpuErr = wait()
 		if err == nil {
