@@ -66,6 +66,9 @@ var servingPolicyArgs = []string{"--runtime-config=policy/v1beta1/podsecuritypol
 // differs.
 func runPolicyHeap(o options, size policyHeapSize) error {
 	ctx := context.Background()
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
 	root, pki, err := workspace("turnstile-policy-heap-")
 	if err != nil {
 		return err
@@ -83,7 +86,8 @@ func runPolicyHeap(o options, size policyHeapSize) error {
 	} {
 		fmt.Fprintf(os.Stderr, "bench: policy heap: %s policy/v1beta1: %d nodes, %d pods%s\n", side.name, size.Nodes, size.Pods,
 			map[bool]string{true: fmt.Sprintf(", %d policies", size.Policies)}[side.policies])
-		heap, rss, err := fillAndWeigh(ctx, filepath.Join(root, side.name), pki, side.args, size, side.policies, o.concurrency)
+		heap, rss, err := fillAndWeigh(ctx, filepath.Join(root, side.name), pki, side.args, size, side.policies, o.concurrency,
+			filepath.Join(o.out, "policy-heap-"+side.name+".pprof"))
 		if err != nil {
 			return fmt.Errorf("%s: %w", side.name, err)
 		}
@@ -92,9 +96,8 @@ func runPolicyHeap(o options, size policyHeapSize) error {
 	fmt.Printf("\nServing policy/v1beta1 with %d policies, %d nodes and %d pods on both servers:\n", size.Policies, size.Nodes, size.Pods)
 	fmt.Printf("  live heap %.1f MiB against %.1f MiB without the API: %+.1f MiB, %+.2f%%\n", r.ServingMiB, r.NotServingMiB, r.ServingMiB-r.NotServingMiB, 100*r.share())
 	fmt.Printf("  resident set %.1f MiB against %.1f MiB\n", r.ServingRSSMiB, r.NotServingRSSMiB)
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
+	fmt.Printf("  what differs: go tool pprof -top -sample_index=inuse_space -diff_base %s %s\n",
+		filepath.Join(o.out, "policy-heap-not-serving.pprof"), filepath.Join(o.out, "policy-heap-serving.pprof"))
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -103,31 +106,38 @@ func runPolicyHeap(o options, size policyHeapSize) error {
 }
 
 // fillAndWeigh starts one of our apiservers with args, creates what size
-// says (the policies only when policies is set), and returns its live heap
-// and resident set in MiB.
-func fillAndWeigh(ctx context.Context, dir string, pki *framework.PKI, args []string, size policyHeapSize, policies bool, workers int) (heap, rss float64, err error) {
+// says (the policies themselves only when policies is set, their RBAC
+// grants always), and returns its live heap and resident set in MiB.
+func fillAndWeigh(ctx context.Context, dir string, pki *framework.PKI, args []string, size policyHeapSize, policies bool, workers int, profileFile string) (heap, rss float64, err error) {
 	s, err := startServer(dir, pki, "", args, "")
 	if err != nil {
 		return 0, 0, err
 	}
 	defer s.stop()
+	// Both servers get the grants (RBAC); only the serving one the
+	// policies.
+	var psps pspclient.Interface
 	if policies {
 		quiet := rest.CopyConfig(s.config)
 		quiet.WarningHandler = rest.NoWarnings{}
-		psps, err := pspclient.NewForConfig(quiet)
-		if err != nil {
+		if psps, err = pspclient.NewForConfig(quiet); err != nil {
 			return 0, 0, err
 		}
-		if err := ensurePolicies(ctx, s.client, psps, size.Policies, workers); err != nil {
-			return 0, 0, err
-		}
+	}
+	if err := ensurePolicies(ctx, s.client, psps, size.Policies, workers); err != nil {
+		return 0, 0, err
 	}
 	if err := ensureNodes(ctx, s.client, size.Nodes, workers); err != nil {
 		return 0, 0, err
 	}
 	const namespaces = 10
 	for i := range namespaces {
-		if err := ignoreExists(created(s.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("heap-%d", i)}}, metav1.CreateOptions{}))); err != nil {
+		ns := fmt.Sprintf("heap-%d", i)
+		if err := ignoreExists(created(s.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))); err != nil {
+			return 0, 0, err
+		}
+		// No controller-manager runs to make it.
+		if err := ignoreExists(created(s.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}))); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -144,6 +154,9 @@ func fillAndWeigh(ctx context.Context, dir string, pki *framework.PKI, args []st
 	time.Sleep(5 * time.Second)
 	p, err := s.heapProfile(ctx)
 	if err != nil {
+		return 0, 0, err
+	}
+	if err := writeProfile(p, profileFile); err != nil {
 		return 0, 0, err
 	}
 	if heap, err = inUseMiB(p); err != nil {
