@@ -126,10 +126,11 @@ release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a mu
 	$(if $(LINE_GOFLAGS),,@for l in $(RELEASE_LINES); do \
 		$(MAKE) --no-print-directory release LINE=$$l RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release) || exit 1; done)
 
-bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstile vs vanilla upstream under load, plus microbenchmarks; JSON in _output/bench.
+BENCH_FLAGS ?=
+bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstile vs vanilla upstream under load: counts, times and what differs, plus microbenchmarks; BENCH_FLAGS= adds bench's flags (-only, -pairs, -attribute); JSON and profiles in _output/bench.
 	mkdir -p $(OUT)/bench
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $$($(GO) list ./pkg/... ./plugin/...) | grep -E '^(Benchmark|goos|cpu|pkg)' > $(OUT)/bench/micro.txt
-	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -out $(OUT)/bench -micro $(OUT)/bench/micro.txt
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -out $(OUT)/bench -micro $(OUT)/bench/micro.txt $(BENCH_FLAGS)
 
 # >>> bench-scale: the cost against cluster size, on kwok's fake nodes
 # (hack/bench/scale*.go; docs/performance.md). kwok and the plot come from
