@@ -112,8 +112,7 @@ func TestCostGuard(t *testing.T) {
 	}
 
 	// Upstream's own counts in the same-plugins run size the plant.
-	bytes, objects := median(values(results[0].Upstream, metric{value: func(f figure) float64 { return f.PerRequest.AllocBytes }})),
-		median(values(results[0].Upstream, metric{value: func(f figure) float64 { return f.PerRequest.AllocObjects }}))
+	bytes, objects := median(values(results[0].Upstream, metric{value: allocBytes})), median(values(results[0].Upstream, metric{value: allocObjects}))
 	plant := fmt.Sprintf("--planted-allocation=%d/%d", int(plantedShare*bytes), int(plantedShare*objects))
 	planted, _, err := runGuard("admission-config.yaml", "kube-apiserver-planted", []string{plant}, "same-plugins")
 	if err != nil {
