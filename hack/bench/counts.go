@@ -29,6 +29,9 @@ const (
 	metricAllocObjects = "go_gc_heap_allocs_objects_total"
 	metricEtcdRequests = "etcd_requests_total"
 	metricGoroutines   = "go_goroutines"
+	// metricLiveHeap is /gc/heap/live:bytes: what the last collection
+	// found live.
+	metricLiveHeap = "go_gc_heap_live_bytes"
 )
 
 // readCounters scrapes the apiserver's /metrics once.

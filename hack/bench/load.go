@@ -256,11 +256,7 @@ func (s *server) load(ctx context.Context, sc scenario, concurrency int, d time.
 	if err != nil {
 		return figure{}, err
 	}
-	heap, err := s.heapProfile(ctx)
-	if err != nil {
-		return figure{}, err
-	}
-	live, err := inUseMiB(heap)
+	_, live, err := s.liveHeap(ctx)
 	if err != nil {
 		return figure{}, err
 	}

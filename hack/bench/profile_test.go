@@ -82,18 +82,3 @@ func TestAttribute(t *testing.T) {
 		t.Error("a heap profile was attributed as CPU")
 	}
 }
-
-func TestInUseMiB(t *testing.T) {
-	p := &profile.Profile{SampleType: []*profile.ValueType{
-		{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}, {Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"},
-	}}
-	for _, inuse := range []int64{3 << 20, 1 << 19} {
-		p.Sample = append(p.Sample, &profile.Sample{Value: []int64{1, 1 << 30, 1, inuse}})
-	}
-	if got, err := inUseMiB(p); err != nil || got != 3.5 {
-		t.Errorf("inUseMiB = %v, %v; want 3.5", got, err)
-	}
-	if _, err := inUseMiB(stackProfile(nil)); err == nil {
-		t.Error("a CPU profile gave a live heap")
-	}
-}

@@ -485,13 +485,11 @@ func growStep(ctx context.Context, o scaleOptions, c *scaleCluster, psps pspclie
 	if f.PeakRSSMiB, err = peakRSSMiB(pid); err != nil {
 		return err
 	}
-	heap, err := c.heapProfile(ctx)
+	heap, live, err := c.liveHeap(ctx)
 	if err != nil {
 		return err
 	}
-	if f.LiveHeapMiB, err = inUseMiB(heap); err != nil {
-		return err
-	}
+	f.LiveHeapMiB = live
 	f.HeapProfile = files + ".heap.pprof"
 	return writeProfile(heap, f.HeapProfile)
 }
