@@ -22,6 +22,9 @@ type Subject struct {
 	// them instead of the pod.
 	unset                 podFields
 	seccompFromAnnotation bool
+	// containerBuf holds containers for a pod of up to two, most pods:
+	// one allocation for the Subject instead of two.
+	containerBuf [2]container
 }
 
 // podFields is a set of the pod-level fields that policies default, on
@@ -99,7 +102,11 @@ func NewSubject(pod *api.Pod) *Subject {
 	s := &Subject{
 		Pod:        pod,
 		seccomp:    seccomp.PodProfile(pod),
-		containers: make([]container, 0, len(spec.InitContainers)+len(spec.Containers)+len(spec.EphemeralContainers)),
+	}
+	if n := len(spec.InitContainers) + len(spec.Containers) + len(spec.EphemeralContainers); n > len(s.containerBuf) {
+		s.containers = make([]container, 0, n)
+	} else {
+		s.containers = s.containerBuf[:0]
 	}
 	s.linux = !isWindows(pod)
 	if psc := spec.SecurityContext; s.linux {

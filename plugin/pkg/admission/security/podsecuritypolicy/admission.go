@@ -504,9 +504,11 @@ type requester struct {
 	serviceAccount string
 	ids            []*identity // built from the two above on first use, in idStore
 	idStore        [2]identity
-	calls          int         // authorizer calls so far, which the tests count
-	cache          *rulesCache // rules listed, and answers given, for earlier requests
-	now            time.Time   // set on the first look at the cache (clock)
+	idBuf          [2]*identity // ids' array
+	keyBuf         [2][96]byte  // the identities' keys, when they fit
+	calls          int          // authorizer calls so far, which the tests count
+	cache          *rulesCache  // rules listed, and answers given, for earlier requests
+	now            time.Time    // set on the first look at the cache (clock)
 }
 
 // identity is the pod's service account or the requesting user, as the
@@ -611,13 +613,13 @@ func (r *requester) candidates(policies *policySnapshot) []*podsecuritypolicy.Pr
 // request has.
 func (r *requester) identities() []*identity {
 	if r.ids == nil {
-		r.ids = make([]*identity, 0, len(r.idStore))
+		r.ids = r.idBuf[:0]
 		if r.serviceAccount != "" {
-			r.idStore[0] = identity{key: identityKey{namespace: r.namespace, serviceAccount: r.serviceAccount}}
+			r.idStore[0] = identity{key: serviceAccountKey(r.keyBuf[0][:0], r.namespace, r.serviceAccount)}
 			r.ids = append(r.ids, &r.idStore[0])
 		}
 		if r.user != nil {
-			r.idStore[1] = identity{key: userKey(r.user, r.namespace), info: r.user}
+			r.idStore[1] = identity{key: userKey(r.keyBuf[1][:0], r.user, r.namespace), info: r.user}
 			r.ids = append(r.ids, &r.idStore[1])
 		}
 	}
@@ -627,7 +629,7 @@ func (r *requester) identities() []*identity {
 // userInfo is the identity as the authorizer and the rule resolver see it.
 func (r *requester) userInfo(id *identity) user.Info {
 	if id.info == nil {
-		id.info = serviceaccount.UserInfo(r.namespace, id.key.serviceAccount, "")
+		id.info = serviceaccount.UserInfo(r.namespace, r.serviceAccount, "")
 	}
 	return id.info
 }

@@ -21,7 +21,7 @@ func TestRulesCache(t *testing.T) {
 	c.now = func() time.Time { return now }
 	rules := &identityRules{complete: true}
 
-	alice, bob := identityKey{user: "alice"}, identityKey{user: "bob"}
+	alice, bob := userKey(nil, &user.DefaultInfo{Name: "alice"}, ""), userKey(nil, &user.DefaultInfo{Name: "bob"}, "")
 	gen := c.current()
 	c.put(alice, gen, rules)
 	if c.get(alice, c.now()) != rules || c.get(bob, c.now()) != nil {
@@ -42,7 +42,7 @@ func TestRulesCache(t *testing.T) {
 	}
 
 	for i := range maxCachedIdentities + 1 {
-		c.put(userKey(&user.DefaultInfo{Name: "u", Groups: []string{fmt.Sprint(i)}}, "ns"), c.current(), rules)
+		c.put(userKey(nil, &user.DefaultInfo{Name: "u", Groups: []string{fmt.Sprint(i)}}, "ns"), c.current(), rules)
 	}
 	if len(c.entries) > maxCachedIdentities {
 		t.Errorf("%d entries, more than %d", len(c.entries), maxCachedIdentities)
@@ -88,10 +88,23 @@ func TestRulesCache(t *testing.T) {
 		t.Errorf("the cache did not start over after %d answers", maxCachedAnswers+1)
 	}
 
-	if userKey(&user.DefaultInfo{Name: "u", Groups: []string{"g"}}, "ns") == userKey(&user.DefaultInfo{Name: "u"}, "ns") ||
-		userKey(&user.DefaultInfo{Name: "u"}, "a") == userKey(&user.DefaultInfo{Name: "u"}, "b") ||
-		userKey(&user.DefaultInfo{Name: "app"}, "ns") == (identityKey{namespace: "ns", serviceAccount: "app"}) {
-		t.Error("the key ignores the groups, the namespace or the kind of identity")
+	key := func(k identityKey) string { return string(k) }
+	distinct := [][2]identityKey{
+		{userKey(nil, &user.DefaultInfo{Name: "u", Groups: []string{"g"}}, "ns"), userKey(nil, &user.DefaultInfo{Name: "u"}, "ns")},
+		{userKey(nil, &user.DefaultInfo{Name: "u"}, "a"), userKey(nil, &user.DefaultInfo{Name: "u"}, "b")},
+		{userKey(nil, &user.DefaultInfo{Name: "app"}, "ns"), serviceAccountKey(nil, "ns", "app")},
+		// Names holding what a separator would be.
+		{userKey(nil, &user.DefaultInfo{Name: "u", Groups: []string{"a\x00b"}}, "ns"), userKey(nil, &user.DefaultInfo{Name: "u", Groups: []string{"a", "b"}}, "ns")},
+		{userKey(nil, &user.DefaultInfo{Name: "u\x01a"}, "ns"), userKey(nil, &user.DefaultInfo{Name: "u", Groups: []string{"a"}}, "ns")},
+		{serviceAccountKey(nil, "n", "s\x01x"), serviceAccountKey(nil, "n\x01s", "x")},
+	}
+	for _, pair := range distinct {
+		if key(pair[0]) == key(pair[1]) {
+			t.Errorf("two identities share the key %q", pair[0])
+		}
+	}
+	if key(userKey(nil, &user.DefaultInfo{Name: "u", Groups: []string{"g"}}, "ns")) != key(userKey(make([]byte, 0, 4), &user.DefaultInfo{Name: "u", Groups: []string{"g"}}, "ns")) {
+		t.Error("one identity has two keys")
 	}
 }
 
