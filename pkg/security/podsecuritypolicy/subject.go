@@ -22,9 +22,9 @@ type Subject struct {
 	// them instead of the pod.
 	unset                 podFields
 	seccompFromAnnotation bool
-	// containerBuf holds containers for a pod of up to two, most pods:
-	// one allocation for the Subject instead of two.
-	containerBuf [2]container
+	// containerBuf holds containers for a pod of one container, most
+	// pods: one allocation for the Subject instead of two.
+	containerBuf [1]container
 }
 
 // podFields is a set of the pod-level fields that policies default, on
@@ -100,8 +100,8 @@ func containerPaths(l, i int) (path, scPath *field.Path) {
 func NewSubject(pod *api.Pod) *Subject {
 	spec := &pod.Spec
 	s := &Subject{
-		Pod:        pod,
-		seccomp:    seccomp.PodProfile(pod),
+		Pod:     pod,
+		seccomp: seccomp.PodProfile(pod),
 	}
 	if n := len(spec.InitContainers) + len(spec.Containers) + len(spec.EphemeralContainers); n > len(s.containerBuf) {
 		s.containers = make([]container, 0, n)

@@ -505,7 +505,6 @@ type requester struct {
 	ids            []*identity // built from the two above on first use, in idStore
 	idStore        [2]identity
 	idBuf          [2]*identity // ids' array
-	keyBuf         [2][96]byte  // the identities' keys, when they fit
 	calls          int          // authorizer calls so far, which the tests count
 	cache          *rulesCache  // rules listed, and answers given, for earlier requests
 	now            time.Time    // set on the first look at the cache (clock)
@@ -517,7 +516,7 @@ type requester struct {
 // the rule resolver read, is built only when one of them is asked: in the
 // steady state the cache answers and a request builds none.
 type identity struct {
-	key   identityKey
+	user  bool           // the requesting user, else the pod's service account
 	info  user.Info      // nil for a service account until built
 	rules *identityRules // listed or taken from the cache on first use
 }
@@ -615,11 +614,11 @@ func (r *requester) identities() []*identity {
 	if r.ids == nil {
 		r.ids = r.idBuf[:0]
 		if r.serviceAccount != "" {
-			r.idStore[0] = identity{key: serviceAccountKey(r.keyBuf[0][:0], r.namespace, r.serviceAccount)}
+			r.idStore[0] = identity{}
 			r.ids = append(r.ids, &r.idStore[0])
 		}
 		if r.user != nil {
-			r.idStore[1] = identity{key: userKey(r.keyBuf[1][:0], r.user, r.namespace), info: r.user}
+			r.idStore[1] = identity{user: true, info: r.user}
 			r.ids = append(r.ids, &r.idStore[1])
 		}
 	}
@@ -724,12 +723,24 @@ func (r *requester) rulesFor(id *identity) *identityRules {
 	resolver, ok := r.authz.(authorizer.RuleResolver)
 	if !ok {
 		id.rules = unlisted
-	} else if id.rules = r.cache.get(id.key, r.clock()); id.rules == nil {
-		gen := r.cache.current()
-		id.rules = listRules(r.ctx, resolver, r.userInfo(id), r.namespace)
-		r.cache.put(id.key, gen, id.rules)
+	} else {
+		var buf [128]byte // the key, on the stack when it fits
+		key := r.key(id, buf[:0])
+		if id.rules = r.cache.get(key, r.clock()); id.rules == nil {
+			gen := r.cache.current()
+			id.rules = listRules(r.ctx, resolver, r.userInfo(id), r.namespace)
+			r.cache.put(key, gen, id.rules)
+		}
 	}
 	return id.rules
+}
+
+// key appends the identity's rules cache key to buf.
+func (r *requester) key(id *identity, buf []byte) identityKey {
+	if id.user {
+		return userKey(buf, r.user, r.namespace)
+	}
+	return serviceAccountKey(buf, r.namespace, r.serviceAccount)
 }
 
 // clock is the time of the request's first look at the rules cache.

@@ -161,9 +161,9 @@ func (c *rulesCache) currentLocked() bool {
 // on: for the pod's service account its namespace and name, for a user the
 // name and the groups (RBAC binds nothing else), each field prefixed with
 // its length, so that no two identities share a key whatever bytes their
-// names hold. A request builds its keys in a buffer of its own and the
-// cache looks them up without copying them, so a cache hit allocates
-// nothing; the user.Info the authorizer needs is not built for it either.
+// names hold. A request builds a key in a buffer on its stack and the
+// cache looks it up without copying it, so a cache hit allocates nothing;
+// the user.Info the authorizer needs is not built for it either.
 // The same service account making the request as a user has a key of each
 // kind, and the cache keeps its rules twice.
 type identityKey []byte
