@@ -76,7 +76,15 @@ IMAGE_REPOSITORY ?= turnstile-k8s
 PLATFORMS   ?= linux/amd64 linux/arm64
 # What make test-e2e releases and checks: this machine's platform only.
 TEST_PLATFORMS := linux/$(shell $(GO) env GOARCH)
-RELEASE_DIR ?= $(OUT)/release
+# FIPS=1 builds the release with Go's FIPS 140-3 module (GOFIPS140=certified,
+# the module version the toolchain names certified), into _output/release-fips,
+# every name and the version saying fips.
+FIPS        ?=
+ifneq ($(filter-out 1,$(FIPS)),)
+$(error FIPS=$(FIPS): want FIPS=1, or nothing)
+endif
+FIPS_SUFFIX := $(if $(FIPS),-fips)
+RELEASE_DIR ?= $(OUT)/release$(FIPS_SUFFIX)
 ALLOW_DIRTY ?=
 
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
@@ -112,19 +120,20 @@ image: build $(BIN)/image ## Image tarball of our kube-apiserver for this machin
 # make release also releases every older line, into _output/lines/1.Y/release
 # (RELEASE_DIR=D: D/lines/1.Y); RELEASE_LINES= releases main's alone.
 RELEASE_LINES ?= $(OLDER_LINES)
-release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release).
+release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release); FIPS=1: built with Go's FIPS 140-3 module, in _output/release-fips.
 	if [[ -z "$(ALLOW_DIRTY)" && -n "$$(git status --porcelain --untracked-files=no)" ]]; then \
 		echo "release: the tree has uncommitted changes; commit them so that the release can be rebuilt from its commit (or ALLOW_DIRTY=1)" >&2; exit 1; fi
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
-	ldflags="$$(hack/ldflags.sh turnstile)"; \
+	ldflags="$$($(if $(FIPS),GOFIPS140=certified) hack/ldflags.sh turnstile)"; \
 	for p in $(PLATFORMS); do \
-		echo "release: building kube-apiserver for $$p" >&2; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "$$ldflags" -o $(RELEASE_DIR)/kube-apiserver-$${p%/*}-$${p#*/} ./cmd/kube-apiserver; \
+		echo "release: building kube-apiserver$(FIPS_SUFFIX) for $$p" >&2; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(if $(FIPS),GOFIPS140=certified) $(GO) build -trimpath -ldflags "$$ldflags" \
+			-o $(RELEASE_DIR)/kube-apiserver$(FIPS_SUFFIX)-$${p%/*}-$${p#*/} ./cmd/kube-apiserver; \
 	done; \
 	$(BIN)/release -dir $(RELEASE_DIR) -platforms "$(subst $(space),$(comma),$(strip $(PLATFORMS)))" -ldflags "$$ldflags" \
-		-repository $(IMAGE_REPOSITORY) $(if $(ALLOW_DIRTY),-allow-dirty)
+		-repository $(IMAGE_REPOSITORY) $(if $(ALLOW_DIRTY),-allow-dirty) $(if $(FIPS),-fips)
 	$(if $(LINE_GOFLAGS),,@for l in $(RELEASE_LINES); do \
-		$(MAKE) --no-print-directory release LINE=$$l RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release) || exit 1; done)
+		$(MAKE) --no-print-directory release LINE=$$l RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release$(FIPS_SUFFIX)) || exit 1; done)
 
 BENCH_FLAGS ?=
 bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstile vs vanilla upstream under load: counts, times and what differs, plus microbenchmarks; BENCH_FLAGS= adds bench's flags (-only, -pairs, -attribute); JSON and profiles in _output/bench.
@@ -473,11 +482,13 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 # version, and serving with etcd embedded) and both in the image index.
 # Apart from make test, because a cold arm64 cross-build of kube-apiserver
 # takes about 15 minutes on 2 cores.
-test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/image ## make release for both platforms, checked: checksums, SBOMs, image index, a byte-identical rebuild, arm64 under qemu.
+test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/image ## make release for both platforms, checked: checksums, SBOMs, image index, a byte-identical rebuild, arm64 under qemu; and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
 	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 RELEASE_LINES=
+	$(MAKE) --no-print-directory release FIPS=1 ALLOW_DIRTY=1 RELEASE_LINES= PLATFORMS="$(TEST_PLATFORMS)" RELEASE_DIR=$(RELEASE_DIR)-fips
 	hack/install-package.sh qemu-aarch64-static qemu-user-static || true
 	hack/install-package.sh containerd containerd || true
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" \
+		TURNSTILE_RELEASE_FIPS_DIR=$(CURDIR)/$(RELEASE_DIR)-fips \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestRelease' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C, one state kept with and without nodes (make test-upgrade: kubeadm upgrade).

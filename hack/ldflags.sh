@@ -6,6 +6,9 @@
 # The version is the k8s.io/kubernetes of the module graph the go command
 # sees: an older line's when GOFLAGS names its go.mod (make LINE=1.Y).
 # N is TURNSTILE_RELEASE (default 1): our release count on one upstream version.
+# A build with Go's FIPS 140-3 module (GOFIPS140 set and not off, as make
+# release FIPS=1 sets it) appends .fips: v1.37.2+turnstile.N.fips, so that
+# --version, /version and the image tag say which module the binary has.
 # The build date is the last commit's, so rebuilding the same commit is
 # reproducible and does not relink; SOURCE_DATE_EPOCH overrides it.
 set -euo pipefail
@@ -16,10 +19,12 @@ kube=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
 [[ $kube =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?$ ]] || { echo "ldflags: k8s.io/kubernetes version '$kube' is not vX.Y.Z" >&2; exit 1; }
 major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
 release=${TURNSTILE_RELEASE:-1}
+fips=
+[[ -z ${GOFIPS140:-} || $GOFIPS140 == off ]] || fips=.fips
 [[ $release =~ ^[1-9][0-9]*$ ]] || { echo "ldflags: TURNSTILE_RELEASE '$release' is not a positive integer" >&2; exit 1; }
 
 case $flavour in
-turnstile) version="${kube}+turnstile.${release}" ;;
+turnstile) version="${kube}+turnstile.${release}${fips}" ;;
 upstream) version=$kube ;;
 *) echo "ldflags: unknown flavour '$flavour' (want turnstile or upstream)" >&2; exit 2 ;;
 esac

@@ -12,6 +12,12 @@
 //     previous tag;
 //   - SHA256SUMS over all of them, in the format of sha256sum -c.
 //
+// With -fips the binaries are kube-apiserver-fips-<os>-<arch>, built with
+// Go's FIPS 140-3 module (make release FIPS=1), and the release says so in
+// every name: the binaries', and through their version
+// (v1.37.2+turnstile.1.fips), the images' tag. A binary built the other
+// way is refused in either kind of release.
+//
 // Every artifact depends only on the binaries and the commit, so building
 // a commit twice gives the same bytes.
 package main
@@ -41,6 +47,7 @@ func main() {
 	flag.StringVar(&c.repository, "repository", "turnstile-k8s", "image repository, as kubeadm's imageRepository")
 	flag.StringVar(&c.source, "source", oci.DefaultSource, "the source repository's URL, for the image label and the SBOM")
 	flag.BoolVar(&c.allowDirty, "allow-dirty", false, "release binaries built from a tree with uncommitted changes (not reproducible; for tests)")
+	flag.BoolVar(&c.fips, "fips", false, "the binaries are kube-apiserver-fips-<os>-<arch>, built with GOFIPS140 (make release FIPS=1)")
 	flag.Parse()
 	c.platforms = strings.Split(*platforms, ",")
 	if err := run(c, os.Stderr); err != nil {
@@ -52,7 +59,15 @@ func main() {
 type config struct {
 	dir, ldflags, repository, source string
 	platforms                        []string
-	allowDirty                       bool
+	allowDirty, fips                 bool
+}
+
+// binaryName is the name of the binary for goos/goarch.
+func (c config) binaryName(goos, goarch string) string {
+	if c.fips {
+		return "kube-apiserver-fips-" + goos + "-" + goarch
+	}
+	return "kube-apiserver-" + goos + "-" + goarch
 }
 
 // artifact is a file of the release.
@@ -156,10 +171,18 @@ func readBinaries(c config) ([]*stamp.Stamp, error) {
 		if !ok || goos == "" || goarch == "" {
 			return nil, fmt.Errorf("-platforms: %q is not os/arch", p)
 		}
-		path := filepath.Join(c.dir, "kube-apiserver-"+goos+"-"+goarch)
+		path := filepath.Join(c.dir, c.binaryName(goos, goarch))
 		s, err := stamp.Read(path, c.ldflags)
 		if err != nil {
 			return nil, err
+		}
+		switch {
+		case c.fips && s.FIPS140 == "":
+			return nil, fmt.Errorf("%s was built without Go's FIPS 140-3 module (GOFIPS140): build it with make release FIPS=1", path)
+		case !c.fips && s.FIPS140 != "":
+			return nil, fmt.Errorf("%s was built with Go's FIPS 140-3 module (GOFIPS140=%s): release it with -fips (make release FIPS=1)", path, s.FIPS140)
+		case c.fips && !strings.HasSuffix(s.Version, ".fips"):
+			return nil, fmt.Errorf("%s is version %s: a FIPS build's version ends in .fips (hack/ldflags.sh with FIPS=1)", path, s.Version)
 		}
 		if s.Platform() != p {
 			return nil, fmt.Errorf("%s was built for %s, not %s", path, s.Platform(), p)

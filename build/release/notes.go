@@ -38,6 +38,11 @@ func (n releaseNotes) write(w io.Writer) error {
 	p("- Kubernetes: k8s.io/kubernetes %s, staging modules (k8s.io/apiserver and the rest) %s", dep(s, "k8s.io/kubernetes"), dep(s, "k8s.io/apiserver"))
 	p("- etcd client and embedded etcd: go.etcd.io/etcd/server/v3 %s", dep(s, "go.etcd.io/etcd/server/v3"))
 	p("- Go: %s; platforms: %s", s.GoVersion, strings.Join(n.platforms, ", "))
+	if s.FIPS140 != "" {
+		p("- FIPS 140-3: built with the Go Cryptographic Module %s (GOFIPS140), with FIPS 140-3 mode on by default (GODEBUG fips140=on); the apiserver logs the mode and the module's version when it starts", s.FIPS140)
+	} else {
+		p("- FIPS 140-3: not built with the Go Cryptographic Module (make release FIPS=1 builds a release that is)")
+	}
 	tree := ""
 	if s.TreeState != "clean" {
 		tree = fmt.Sprintf(" (tree %s: this build cannot be reproduced from the commit)", s.TreeState)

@@ -44,18 +44,25 @@ func TestReadBinaries(t *testing.T) {
 		platforms []string
 		tree      string
 		dirty     bool
+		fips      bool
 		want      string // "" for success
 	}{
-		{"clean", []string{name(here)}, []string{here}, "clean", false, ""},
-		{"dirty allowed", []string{name(here)}, []string{here}, "dirty", true, ""},
-		{"dirty", []string{name(here)}, []string{here}, "dirty", false, `built from a tree with uncommitted changes (gitTreeState "dirty")`},
-		{"missing binary", nil, []string{here}, "clean", false, "no such file"},
-		{"built for another platform", []string{name(other)}, []string{other}, "clean", false, "was built for " + here + ", not " + other},
-		{"not os/arch", nil, []string{"amd64"}, "clean", false, `-platforms: "amd64" is not os/arch`},
-		{"no platforms", nil, []string{""}, "clean", false, "-platforms is empty"},
+		{"clean", []string{name(here)}, []string{here}, "clean", false, false, ""},
+		{"dirty allowed", []string{name(here)}, []string{here}, "dirty", true, false, ""},
+		{"dirty", []string{name(here)}, []string{here}, "dirty", false, false, `built from a tree with uncommitted changes (gitTreeState "dirty")`},
+		{"missing binary", nil, []string{here}, "clean", false, false, "no such file"},
+		{"built for another platform", []string{name(other)}, []string{other}, "clean", false, false, "was built for " + here + ", not " + other},
+		{"not os/arch", nil, []string{"amd64"}, "clean", false, false, `-platforms: "amd64" is not os/arch`},
+		{"no platforms", nil, []string{""}, "clean", false, false, "-platforms is empty"},
+		// A FIPS release wants kube-apiserver-fips-<os>-<arch>, built
+		// with the module (the e2e TestReleaseFIPS releases one; the
+		// test binary is built without it).
+		{"FIPS name missing", []string{name(here)}, []string{here}, "clean", false, true, "kube-apiserver-fips-"},
+		{"FIPS release of a plain build", []string{strings.Replace(name(here), "kube-apiserver-", "kube-apiserver-fips-", 1)}, []string{here}, "clean", false, true,
+			"was built without Go's FIPS 140-3 module (GOFIPS140)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := config{dir: binaryDir(t, tc.files...), platforms: tc.platforms, ldflags: strings.ReplaceAll(ldflags, "%s", tc.tree), allowDirty: tc.dirty}
+			c := config{dir: binaryDir(t, tc.files...), platforms: tc.platforms, ldflags: strings.ReplaceAll(ldflags, "%s", tc.tree), allowDirty: tc.dirty, fips: tc.fips}
 			stamps, err := readBinaries(c)
 			switch {
 			case tc.want == "" && err != nil:

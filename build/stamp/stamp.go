@@ -33,6 +33,10 @@ type Stamp struct {
 	GoVersion string
 	// OS and Arch are GOOS and GOARCH.
 	OS, Arch string
+	// FIPS140 is the Go Cryptographic Module the binary was built with
+	// (GOFIPS140, for example v1.0.0-c2097c7c), which also turns FIPS
+	// 140-3 mode on by default; empty for a build without it.
+	FIPS140 string
 	// Main is the main module's path; Deps are the modules linked in, with
 	// replacements already applied (the code that was built).
 	Main string
@@ -61,6 +65,10 @@ func Read(path, ldflags string) (*Stamp, error) {
 			s.OS = kv.Value
 		case "GOARCH":
 			s.Arch = kv.Value
+		case "GOFIPS140":
+			if kv.Value != "off" {
+				s.FIPS140 = kv.Value
+			}
 		}
 	}
 	vars := linkerVars(ldflags)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/fips140"
 	"net/http"
 	"os"
 	_ "unsafe" // go:linkname of upstream's APIService priorities
@@ -39,6 +40,7 @@ var apiVersionPriorities map[schema.GroupVersion]controlplaneapiserver.APIServic
 func run(ctx context.Context, opts options.CompletedOptions, authz authorizationOptions) error {
 	klog.Infof("Version: %+v", utilversion.Get())
 	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
+	logFIPS()
 
 	if err := nameInformers(&opts); err != nil {
 		return err
@@ -112,4 +114,17 @@ func createServerChain(c upstream.CompletedConfig, pspConfig *genericapiserver.C
 		delegate = s
 	}
 	return controlplaneapiserver.CreateAggregatorServer(c.Aggregator, delegate, apiExtensionsServer.Informers.Apiextensions().V1().CustomResourceDefinitions(), crdAPIEnabled, apiVersionPriorities)
+}
+
+// logFIPS says whether the process runs in FIPS 140-3 mode, and with which
+// Go Cryptographic Module: on by default in a build with GOFIPS140 (make
+// release FIPS=1), and settable either way with GODEBUG=fips140=on|only|off.
+// An operator who must run in FIPS mode reads it here; crypto/tls then
+// offers and accepts only approved versions, suites and curves.
+func logFIPS() {
+	if !fips140.Enabled() {
+		klog.InfoS("FIPS 140-3 mode is off")
+		return
+	}
+	klog.InfoS("FIPS 140-3 mode is on", "module", fips140.Version(), "enforced", fips140.Enforced())
 }
