@@ -84,6 +84,9 @@ ifneq ($(filter-out 1,$(FIPS)),)
 $(error FIPS=$(FIPS): want FIPS=1, or nothing)
 endif
 FIPS_SUFFIX := $(if $(FIPS),-fips)
+# The desktops make release builds kubectl-psp for, archived with a krew
+# manifest (none in a FIPS release, which is the server's).
+KUBECTL_PSP_PLATFORMS ?= $(if $(FIPS),,linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64)
 RELEASE_DIR ?= $(OUT)/release$(FIPS_SUFFIX)
 ALLOW_DIRTY ?=
 
@@ -120,20 +123,26 @@ image: build $(BIN)/image ## Image tarball of our kube-apiserver for this machin
 # make release also releases every older line, into _output/lines/1.Y/release
 # (RELEASE_DIR=D: D/lines/1.Y); RELEASE_LINES= releases main's alone.
 RELEASE_LINES ?= $(OLDER_LINES)
-release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release); FIPS=1: built with Go's FIPS 140-3 module, in _output/release-fips.
+release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, kubectl-psp for six desktops with its krew manifest, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release); FIPS=1: built with Go's FIPS 140-3 module, in _output/release-fips.
 	if [[ -z "$(ALLOW_DIRTY)" && -n "$$(git status --porcelain --untracked-files=no)" ]]; then \
 		echo "release: the tree has uncommitted changes; commit them so that the release can be rebuilt from its commit (or ALLOW_DIRTY=1)" >&2; exit 1; fi
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
 	ldflags="$$($(if $(FIPS),GOFIPS140=certified) hack/ldflags.sh turnstile)"; \
+	psp=$$(mktemp -d) && trap 'rm -rf "$$psp"' EXIT; \
 	for p in $(PLATFORMS); do \
 		echo "release: building kube-apiserver$(FIPS_SUFFIX) for $$p" >&2; \
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(if $(FIPS),GOFIPS140=certified) $(GO) build -trimpath -ldflags "$$ldflags" \
 			-o $(RELEASE_DIR)/kube-apiserver$(FIPS_SUFFIX)-$${p%/*}-$${p#*/} ./cmd/kube-apiserver; \
 	done; \
+	for p in $(KUBECTL_PSP_PLATFORMS); do \
+		echo "release: building kubectl-psp for $$p" >&2; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "$$ldflags" -o "$$psp/kubectl-psp-$${p%/*}-$${p#*/}" ./cmd/kubectl-psp; \
+	done; \
 	$(BIN)/release -dir $(RELEASE_DIR) -platforms "$(subst $(space),$(comma),$(strip $(PLATFORMS)))" -ldflags "$$ldflags" \
+		-kubectl-psp-dir "$$psp" -kubectl-psp-platforms "$(subst $(space),$(comma),$(strip $(KUBECTL_PSP_PLATFORMS)))" \
 		-repository $(IMAGE_REPOSITORY) $(if $(ALLOW_DIRTY),-allow-dirty) $(if $(FIPS),-fips)
 	$(if $(LINE_GOFLAGS),,@for l in $(RELEASE_LINES); do \
-		$(MAKE) --no-print-directory release LINE=$$l RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release$(FIPS_SUFFIX)) || exit 1; done)
+		$(MAKE) --no-print-directory release LINE=$$l KUBECTL_PSP_PLATFORMS= RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release$(FIPS_SUFFIX)) || exit 1; done)
 
 BENCH_FLAGS ?=
 bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstile vs vanilla upstream under load: counts, times and what differs, plus microbenchmarks; BENCH_FLAGS= adds bench's flags (-only, -pairs, -attribute); JSON and profiles in _output/bench.
@@ -373,6 +382,10 @@ conformance-image: e2e-images $(addprefix $(BIN)/,e2e.test ginkgo kubectl go-run
 $(BIN)/go-runner: FORCE
 	$(call goflags,test/conformance) $(GO) build -C test/conformance -trimpath -o $(CURDIR)/$@ k8s.io/kubernetes/test/conformance/image/go-runner
 
+# krew (test/krew's module), which make test-release installs kubectl-psp with.
+$(BIN)/krew: FORCE
+	$(base_goflags) $(GO) build -C test/krew -trimpath -o $(CURDIR)/$@ sigs.k8s.io/krew/cmd/krew
+
 $(BIN)/hydrophone: FORCE
 	$(base_goflags) $(GO) build -C test/hydrophone -trimpath -o $(CURDIR)/$@ sigs.k8s.io/hydrophone
 
@@ -470,10 +483,10 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 	# The release for this machine's platform, whatever the tree's state, and
 	# what checks it: containerd imports the image (the tests skip, saying
 	# why, without it). make test-release adds arm64 and qemu.
-	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)" RELEASE_LINES=
+	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)" KUBECTL_PSP_PLATFORMS="$(TEST_PLATFORMS)" RELEASE_LINES=
 	hack/install-package.sh containerd containerd || true
 	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
-	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(TEST_PLATFORMS)" \
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(TEST_PLATFORMS)" TURNSTILE_RELEASE_KUBECTL_PSP_PLATFORMS="$(TEST_PLATFORMS)" \
 		$(GO) test -count=1 -timeout 45m -parallel 4 -v -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/...
 	$(call tier_done,test-e2e)
 
@@ -482,12 +495,12 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 # version, and serving with etcd embedded) and both in the image index.
 # Apart from make test, because a cold arm64 cross-build of kube-apiserver
 # takes about 15 minutes on 2 cores.
-test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/image ## make release for both platforms, checked: checksums, SBOMs, image index, a byte-identical rebuild, arm64 under qemu; and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
+test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew) $(BIN)/image ## make release for both platforms, checked: checksums, SBOMs, image index, a byte-identical rebuild, arm64 under qemu; and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
 	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 RELEASE_LINES=
 	$(MAKE) --no-print-directory release FIPS=1 ALLOW_DIRTY=1 RELEASE_LINES= PLATFORMS="$(TEST_PLATFORMS)" RELEASE_DIR=$(RELEASE_DIR)-fips
 	hack/install-package.sh qemu-aarch64-static qemu-user-static || true
 	hack/install-package.sh containerd containerd || true
-	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" \
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" TURNSTILE_RELEASE_KUBECTL_PSP_PLATFORMS="$(KUBECTL_PSP_PLATFORMS)" \
 		TURNSTILE_RELEASE_FIPS_DIR=$(CURDIR)/$(RELEASE_DIR)-fips \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestRelease' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 

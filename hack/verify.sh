@@ -14,11 +14,11 @@ fi
 go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
 
 # The modules of their own, for the node images' third-party binaries,
-# containerd 2, upstream's e2e.test, kwok and the scale plot, hydrophone, and govulncheck. build/containerd and
-# test/conformance have no code of ours (tool lines, blank imports):
+# containerd 2, upstream's e2e.test, kwok and the scale plot, hydrophone, govulncheck and krew. build/containerd,
+# test/conformance and test/krew have no code of ours (tool lines, blank imports):
 # vetting them would compile all of containerd or every e2e package.
-for mod in build/coredns build/containerd test/images test/conformance test/scale test/hydrophone test/vulncheck; do
-	if [[ $mod != build/containerd && $mod != test/conformance ]]; then
+for mod in build/coredns build/containerd test/images test/conformance test/scale test/hydrophone test/vulncheck test/krew; do
+	if [[ $mod != build/containerd && $mod != test/conformance && $mod != test/krew ]]; then
 		go vet -C "$mod" ./... || { echo "verify: go vet failed in $mod" >&2; fail=1; }
 	fi
 	(cd "$mod" && go mod tidy -diff >/dev/null) || { echo "verify: $mod/go.mod is not tidy (run go mod tidy in $mod)" >&2; fail=1; }

@@ -10,6 +10,9 @@
 //   - kube-apiserver-<os>-<arch>.spdx.json: each binary's SPDX SBOM;
 //   - RELEASE-NOTES.md: versions, artifacts and the commits since the
 //     previous tag;
+//   - kubectl-psp-<os>-<arch>.tar.gz and psp.yaml, with -kubectl-psp-platforms:
+//     the kubectl plugin for each desktop and the krew manifest that
+//     installs it;
 //   - SHA256SUMS over all of them, in the format of sha256sum -c.
 //
 // With -fips the binaries are kube-apiserver-fips-<os>-<arch>, built with
@@ -47,9 +50,14 @@ func main() {
 	flag.StringVar(&c.repository, "repository", "turnstile-k8s", "image repository, as kubeadm's imageRepository")
 	flag.StringVar(&c.source, "source", oci.DefaultSource, "the source repository's URL, for the image label and the SBOM")
 	flag.BoolVar(&c.allowDirty, "allow-dirty", false, "release binaries built from a tree with uncommitted changes (not reproducible; for tests)")
+	flag.StringVar(&c.kubectlPSPDir, "kubectl-psp-dir", "", "the directory holding kubectl-psp-<os>-<arch> for each of -kubectl-psp-platforms")
+	kubectlPSP := flag.String("kubectl-psp-platforms", "", "comma-separated os/arch list of the kubectl-psp binaries to archive with their krew manifest; none: \"\"")
 	flag.BoolVar(&c.fips, "fips", false, "the binaries are kube-apiserver-fips-<os>-<arch>, built with GOFIPS140 (make release FIPS=1)")
 	flag.Parse()
 	c.platforms = strings.Split(*platforms, ",")
+	if *kubectlPSP != "" {
+		c.kubectlPSPPlatforms = strings.Split(*kubectlPSP, ",")
+	}
 	if err := run(c, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "release: %v\n", err)
 		os.Exit(1)
@@ -60,6 +68,10 @@ type config struct {
 	dir, ldflags, repository, source string
 	platforms                        []string
 	allowDirty, fips                 bool
+	// kubectlPSPDir holds kubectl-psp-<os>-<arch> for each of
+	// kubectlPSPPlatforms, which the release archives for krew.
+	kubectlPSPDir       string
+	kubectlPSPPlatforms []string
 }
 
 // binaryName is the name of the binary for goos/goarch.
@@ -133,6 +145,12 @@ func run(c config, progress io.Writer) error {
 	}
 	if _, err := add(index, strings.Join(c.platforms, ", ")); err != nil {
 		return err
+	}
+
+	if len(c.kubectlPSPPlatforms) > 0 {
+		if err := releaseKubectlPSP(c, first.Version, meta.Created, add); err != nil {
+			return err
+		}
 	}
 
 	changes, since, err := changesSince(".", first.Commit)

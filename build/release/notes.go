@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -58,6 +59,17 @@ func (n releaseNotes) write(w io.Writer) error {
 	p("docker load -i kube-apiserver-%s-linux-$(dpkg --print-architecture).tar   # Docker, this machine's platform", n.tag.TagStr())
 	p("```")
 	p("")
+	if slices.ContainsFunc(n.artifacts, func(a artifact) bool { return a.name == krewManifest }) {
+		p("## kubectl psp")
+		p("")
+		p("The kubectl plugin for leaving PodSecurityPolicy, for each desktop platform, and its krew manifest:")
+		p("")
+		p("```sh")
+		p("kubectl krew install --manifest=%s --archive=kubectl-psp-linux-amd64.tar.gz   # your desktop's archive; from these files, offline", krewManifest)
+		p("kubectl psp --help")
+		p("```")
+		p("")
+	}
 	p("## Artifacts")
 	p("")
 	p("| file | platform | SHA-256 |")

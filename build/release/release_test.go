@@ -1,6 +1,9 @@
 package main
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +11,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/turnstile-k8s/turnstile/build/oci"
 )
 
 const ldflags = "-X k8s.io/component-base/version.gitVersion=v1.36.3+turnstile.1 -X k8s.io/component-base/version.gitCommit=abc" +
@@ -128,5 +136,62 @@ func TestChangesSince(t *testing.T) {
 
 	if _, _, err := changesSince(repo, strings.Repeat("0", 40)); err == nil || !strings.Contains(err.Error(), "is not in this repository") {
 		t.Errorf("an unknown commit: %v", err)
+	}
+}
+
+// The kubectl-psp archives hold the binary alone, under the name kubectl
+// runs on each OS, and the krew manifest lists each archive's checksum;
+// a missing binary is an error naming it.
+func TestReleaseKubectlPSP(t *testing.T) {
+	bins := binaryDir(t, "kubectl-psp-linux-amd64", "kubectl-psp-windows-arm64")
+	c := config{dir: t.TempDir(), source: "https://example.test/turnstile", kubectlPSPDir: bins, kubectlPSPPlatforms: []string{"linux/amd64", "windows/arm64"}}
+	sums := map[string]string{}
+	add := func(name, _ string) (string, error) {
+		sum, err := oci.FileSHA256(filepath.Join(c.dir, name))
+		sums[name] = sum
+		return sum, err
+	}
+	created := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	if err := releaseKubectlPSP(c, "v1.37.2+turnstile.1", created, add); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(c.dir, krewManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m krewPlugin
+	if err := yaml.UnmarshalStrict(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Metadata.Name != "psp" || m.Spec.Version != "v1.37.2+turnstile.1" || len(m.Spec.Platforms) != 2 {
+		t.Fatalf("manifest %+v", m)
+	}
+	for i, want := range []struct{ archive, bin string }{{"kubectl-psp-linux-amd64.tar.gz", "kubectl-psp"}, {"kubectl-psp-windows-arm64.tar.gz", "kubectl-psp.exe"}} {
+		p := m.Spec.Platforms[i]
+		if p.Sha256 != sums[want.archive] || p.Bin != want.bin || p.URI != "https://example.test/turnstile/releases/download/v1.37.2+turnstile.1/"+want.archive {
+			t.Errorf("platform %d: %+v, want %s (%s) holding %s", i, p, want.archive, sums[want.archive], want.bin)
+		}
+		f, err := os.Open(filepath.Join(c.dir, want.archive))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
+		h, err := tr.Next()
+		if err != nil || h.Name != want.bin || h.Mode != 0o755 || !h.ModTime.Equal(created) {
+			t.Errorf("%s: first entry %+v, %v; want %s, 0755, at %s", want.archive, h, err, want.bin, created)
+		}
+		if _, err := tr.Next(); err != io.EOF {
+			t.Errorf("%s holds more than the binary: %v", want.archive, err)
+		}
+		f.Close()
+	}
+
+	c.kubectlPSPPlatforms = []string{"darwin/arm64"}
+	if err := releaseKubectlPSP(c, "v1.37.2+turnstile.1", created, add); err == nil || !strings.Contains(err.Error(), "kubectl-psp-darwin-arm64") {
+		t.Errorf("a missing binary: %v", err)
 	}
 }

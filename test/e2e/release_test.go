@@ -38,6 +38,17 @@ var releasePlatforms = func() []string {
 	return []string{"linux/amd64", "linux/arm64"}
 }()
 
+// releaseKubectlPSPPlatforms are the desktops the release under test has
+// kubectl-psp for, as make's KUBECTL_PSP_PLATFORMS:
+// TURNSTILE_RELEASE_KUBECTL_PSP_PLATFORMS (make test-e2e: this machine's),
+// or all six when unset.
+var releaseKubectlPSPPlatforms = func() []string {
+	if p := strings.Fields(os.Getenv("TURNSTILE_RELEASE_KUBECTL_PSP_PLATFORMS")); len(p) > 0 {
+		return p
+	}
+	return []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"}
+}()
+
 // releasesArm64 reports whether the release under test has an arm64 build.
 func releasesArm64() bool { return slices.Contains(releasePlatforms, "linux/arm64") }
 
@@ -59,6 +70,10 @@ func TestRelease(t *testing.T) {
 		p = strings.ReplaceAll(p, "/", "-")
 		want = append(want, "kube-apiserver-"+p, "kube-apiserver-"+p+".spdx.json", "kube-apiserver-"+tag+"-"+p+".tar")
 	}
+	want = append(want, "psp.yaml")
+	for _, p := range releaseKubectlPSPPlatforms {
+		want = append(want, "kubectl-psp-"+strings.ReplaceAll(p, "/", "-")+".tar.gz")
+	}
 	for _, name := range want {
 		if _, ok := sums[name]; !ok {
 			t.Errorf("SHA256SUMS lists no %s", name)
@@ -67,6 +82,8 @@ func TestRelease(t *testing.T) {
 	if len(sums) != len(want) {
 		t.Errorf("SHA256SUMS lists %d files, want %d: %v", len(sums), len(want), want)
 	}
+
+	t.Run("kubectl-psp for krew", func(t *testing.T) { checkKubectlPSPRelease(t, dir, version, sums) })
 
 	t.Run("binaries report the version", func(t *testing.T) {
 		out, err := exec.Command(filepath.Join(dir, "kube-apiserver-linux-amd64"), "--version").Output()
@@ -210,7 +227,7 @@ func TestRelease(t *testing.T) {
 	t.Run("a second build is byte-identical", func(t *testing.T) {
 		again := t.TempDir()
 		cmd := exec.Command("make", "-C", "../..", "--no-print-directory", "release", "ALLOW_DIRTY=1", "RELEASE_DIR="+again, "RELEASE_LINES=",
-			"PLATFORMS="+strings.Join(releasePlatforms, " "))
+			"PLATFORMS="+strings.Join(releasePlatforms, " "), "KUBECTL_PSP_PLATFORMS="+strings.Join(releaseKubectlPSPPlatforms, " "))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("make release: %v\n%s", err, out)
 		}
