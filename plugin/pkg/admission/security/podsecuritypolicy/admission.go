@@ -511,10 +511,11 @@ type requester struct {
 }
 
 // identity is the pod's service account or the requesting user, as the
-// requester knows it within one request. Its key is all the rules cache
-// needs, so the service account's user.Info, which only the authorizer and
-// the rule resolver read, is built only when one of them is asked: in the
-// steady state the cache answers and a request builds none.
+// requester knows it within one request. Its key (requester.key) is all
+// the rules cache needs, so the service account's user.Info, which only
+// the authorizer and the rule resolver read, is built only when one of
+// them is asked: in the steady state the cache answers and a request
+// builds none.
 type identity struct {
 	user  bool           // the requesting user, else the pod's service account
 	info  user.Info      // nil for a service account until built
