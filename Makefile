@@ -89,6 +89,13 @@ FIPS_SUFFIX := $(if $(FIPS),-fips)
 KUBECTL_PSP_PLATFORMS ?= $(if $(FIPS),,linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64)
 RELEASE_DIR ?= $(OUT)/release$(FIPS_SUFFIX)
 ALLOW_DIRTY ?=
+# The cosign private key (cosign generate-key-pair; its password in
+# COSIGN_PASSWORD) that make release signs SHA256SUMS with and make publish
+# signs and attests the images with; none: unsigned.
+RELEASE_SIGNING_KEY ?=
+# Where make publish pushes: host[:port][/path], the image being
+# $(REGISTRY)/kube-apiserver.
+REGISTRY ?=
 
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
 ADMISSION_PLUGINS ?=
@@ -108,7 +115,7 @@ NODE_TOOLS := kubelet kube-proxy
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release bench bench-scale test-cost bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release publish bench bench-scale test-cost bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -123,7 +130,7 @@ image: build $(BIN)/image ## Image tarball of our kube-apiserver for this machin
 # make release also releases every older line, into _output/lines/1.Y/release
 # (RELEASE_DIR=D: D/lines/1.Y); RELEASE_LINES= releases main's alone.
 RELEASE_LINES ?= $(OLDER_LINES)
-release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, kubectl-psp for six desktops with its krew manifest, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release); FIPS=1: built with Go's FIPS 140-3 module, in _output/release-fips.
+release: $(BIN)/release $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, kubectl-psp for six desktops with its krew manifest, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release); FIPS=1: built with Go's FIPS 140-3 module, in _output/release-fips.
 	if [[ -z "$(ALLOW_DIRTY)" && -n "$$(git status --porcelain --untracked-files=no)" ]]; then \
 		echo "release: the tree has uncommitted changes; commit them so that the release can be rebuilt from its commit (or ALLOW_DIRTY=1)" >&2; exit 1; fi
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
@@ -141,8 +148,14 @@ release: $(BIN)/release ## Static kube-apiserver for linux/amd64 and arm64, a mu
 	$(BIN)/release -dir $(RELEASE_DIR) -platforms "$(subst $(space),$(comma),$(strip $(PLATFORMS)))" -ldflags "$$ldflags" \
 		-kubectl-psp-dir "$$psp" -kubectl-psp-platforms "$(subst $(space),$(comma),$(strip $(KUBECTL_PSP_PLATFORMS)))" \
 		-repository $(IMAGE_REPOSITORY) $(if $(ALLOW_DIRTY),-allow-dirty) $(if $(FIPS),-fips)
+	$(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign sign-blob --key $(RELEASE_SIGNING_KEY) --tlog-upload=false --use-signing-config=false --yes \
+		--bundle $(RELEASE_DIR)/SHA256SUMS.sigstore.json $(RELEASE_DIR)/SHA256SUMS)
 	$(if $(LINE_GOFLAGS),,@for l in $(RELEASE_LINES); do \
 		$(MAKE) --no-print-directory release LINE=$$l KUBECTL_PSP_PLATFORMS= RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release$(FIPS_SUFFIX)) || exit 1; done)
+
+publish: $(BIN)/publish $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) ## REGISTRY=host:port/path: push make release's image index and platform images by digest and print the digests; RELEASE_SIGNING_KEY=cosign.key: sign them and attest each platform's SLSA provenance and SPDX SBOM, offline.
+	@if [[ -z "$(REGISTRY)" ]]; then echo "publish: REGISTRY is empty: make publish REGISTRY=host:port/path" >&2; exit 1; fi
+	$(BIN)/publish -dir $(RELEASE_DIR) -registry $(REGISTRY) -cosign $(BIN)/cosign $(if $(RELEASE_SIGNING_KEY),-key $(RELEASE_SIGNING_KEY))
 
 BENCH_FLAGS ?=
 bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstile vs vanilla upstream under load: counts, times and what differs, plus microbenchmarks; BENCH_FLAGS= adds bench's flags (-only, -pairs, -attribute); JSON and profiles in _output/bench.
@@ -382,6 +395,17 @@ conformance-image: e2e-images $(addprefix $(BIN)/,e2e.test ginkgo kubectl go-run
 $(BIN)/go-runner: FORCE
 	$(call goflags,test/conformance) $(GO) build -C test/conformance -trimpath -o $(CURDIR)/$@ k8s.io/kubernetes/test/conformance/image/go-runner
 
+# cosign and the publish command (build/publish's module: cosign's graph
+# stays out of the apiserver's), which sign and push a release; and the
+# CNCF distribution registry (test/registry's), which make test-release
+# publishes to on loopback.
+$(BIN)/cosign: FORCE
+	$(base_goflags) $(GO) build -C build/publish -trimpath -o $(CURDIR)/$@ github.com/sigstore/cosign/v3/cmd/cosign
+$(BIN)/publish: FORCE
+	$(base_goflags) $(GO) build -C build/publish -trimpath -o $(CURDIR)/$@ .
+$(BIN)/registry: FORCE
+	$(base_goflags) $(GO) build -C test/registry -trimpath -o $(CURDIR)/$@ github.com/distribution/distribution/v3/cmd/registry
+
 # krew (test/krew's module), which make test-release installs kubectl-psp with.
 $(BIN)/krew: FORCE
 	$(base_goflags) $(GO) build -C test/krew -trimpath -o $(CURDIR)/$@ sigs.k8s.io/krew/cmd/krew
@@ -495,13 +519,24 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 # version, and serving with etcd embedded) and both in the image index.
 # Apart from make test, because a cold arm64 cross-build of kube-apiserver
 # takes about 15 minutes on 2 cores.
-test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew) $(BIN)/image ## make release for both platforms, checked: checksums, SBOMs, image index, a byte-identical rebuild, arm64 under qemu; and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
-	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 RELEASE_LINES=
+test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registry) $(BIN)/image ## make release for both platforms, signed with a test key, checked: checksums, SBOMs, provenance, image index, a byte-identical rebuild, arm64 under qemu; make publish to a registry on loopback, verified with cosign; and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
+	# build/publish's and test/registry's modules, checked here and not by
+	# make verify: their graphs (cosign's, the registry's) are 4 GB and a
+	# minute of downloads on a cold cache, which make test's budget has not.
+	for mod in build/publish test/registry; do \
+		(cd $$mod && $(base_goflags) $(GO) mod tidy -diff >/dev/null) || { echo "test-release: $$mod/go.mod is not tidy (run go mod tidy in $$mod)" >&2; exit 1; }; done
+	$(base_goflags) $(GO) vet -C build/publish ./...
+	$(base_goflags) $(GO) test -C build/publish -count=1 ./...
+	# A signing key of the test's own, in place of the operator's.
+	rm -rf $(OUT)/test-release-key && mkdir -p $(OUT)/test-release-key
+	cd $(OUT)/test-release-key && COSIGN_PASSWORD=test-release $(CURDIR)/$(BIN)/cosign generate-key-pair >/dev/null
+	COSIGN_PASSWORD=test-release $(MAKE) --no-print-directory release ALLOW_DIRTY=1 RELEASE_LINES= RELEASE_SIGNING_KEY=$(CURDIR)/$(OUT)/test-release-key/cosign.key
 	$(MAKE) --no-print-directory release FIPS=1 ALLOW_DIRTY=1 RELEASE_LINES= PLATFORMS="$(TEST_PLATFORMS)" RELEASE_DIR=$(RELEASE_DIR)-fips
 	hack/install-package.sh qemu-aarch64-static qemu-user-static || true
 	hack/install-package.sh containerd containerd || true
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" TURNSTILE_RELEASE_KUBECTL_PSP_PLATFORMS="$(KUBECTL_PSP_PLATFORMS)" \
 		TURNSTILE_RELEASE_FIPS_DIR=$(CURDIR)/$(RELEASE_DIR)-fips \
+		TURNSTILE_RELEASE_SIGNING_KEY=$(CURDIR)/$(OUT)/test-release-key/cosign.key COSIGN_PASSWORD=test-release \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestRelease' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C, one state kept with and without nodes (make test-upgrade: kubeadm upgrade).

@@ -8,6 +8,9 @@
 //     docker-archive, for `docker load` on Docker's classic image store,
 //     which cannot load an index;
 //   - kube-apiserver-<os>-<arch>.spdx.json: each binary's SPDX SBOM;
+//   - kube-apiserver-<os>-<arch>.provenance.json: each binary's SLSA v1
+//     provenance, an in-toto statement (make publish attests it, with the
+//     SBOM, to the image);
 //   - RELEASE-NOTES.md: versions, artifacts and the commits since the
 //     previous tag;
 //   - kubectl-psp-<os>-<arch>.tar.gz and psp.yaml, with -kubectl-psp-platforms:
@@ -82,6 +85,14 @@ func (c config) binaryName(goos, goarch string) string {
 	return "kube-apiserver-" + goos + "-" + goarch
 }
 
+// command is the command that builds this kind of release, for its provenance.
+func (c config) command() string {
+	if c.fips {
+		return "make release FIPS=1"
+	}
+	return "make release"
+}
+
 // artifact is a file of the release.
 type artifact struct {
 	name, platform, sha256 string
@@ -135,6 +146,17 @@ func run(c config, progress io.Writer) error {
 			return err
 		}
 		if _, err := add(sbomName, s.Platform()); err != nil {
+			return err
+		}
+		st, err := provenanceStatement(s, name, binarySum, c.source, c.command())
+		if err != nil {
+			return err
+		}
+		provenanceName := name + ".provenance.json"
+		if err := writeFile(filepath.Join(c.dir, provenanceName), func(w io.Writer) error { return writeStatement(w, st) }); err != nil {
+			return err
+		}
+		if _, err := add(provenanceName, s.Platform()); err != nil {
 			return err
 		}
 	}

@@ -41,6 +41,10 @@ type Stamp struct {
 	// replacements already applied (the code that was built).
 	Main string
 	Deps []Module
+	// Settings are the build settings the binary records (-trimpath,
+	// -ldflags, CGO_ENABLED, GOOS, GOARCH, GOAMD64 and the like), in the
+	// order go build wrote them: how it was built, for its provenance.
+	Settings []debug.BuildSetting
 }
 
 // Module is a module linked into the binary.
@@ -58,7 +62,7 @@ func Read(path, ldflags string) (*Stamp, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading Go build information: %w", path, err)
 	}
-	s := &Stamp{Path: path, GoVersion: info.GoVersion, Main: info.Main.Path}
+	s := &Stamp{Path: path, GoVersion: info.GoVersion, Main: info.Main.Path, Settings: info.Settings}
 	for _, kv := range info.Settings {
 		switch kv.Key {
 		case "GOOS":

@@ -68,7 +68,7 @@ func TestRelease(t *testing.T) {
 	want := []string{"kube-apiserver-" + tag + ".oci.tar", "RELEASE-NOTES.md"}
 	for _, p := range releasePlatforms {
 		p = strings.ReplaceAll(p, "/", "-")
-		want = append(want, "kube-apiserver-"+p, "kube-apiserver-"+p+".spdx.json", "kube-apiserver-"+tag+"-"+p+".tar")
+		want = append(want, "kube-apiserver-"+p, "kube-apiserver-"+p+".spdx.json", "kube-apiserver-"+p+".provenance.json", "kube-apiserver-"+tag+"-"+p+".tar")
 	}
 	want = append(want, "psp.yaml")
 	for _, p := range releaseKubectlPSPPlatforms {
@@ -360,7 +360,9 @@ func checkSHA256SUMS(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if _, ok := sums[e.Name()]; !ok && e.Name() != "SHA256SUMS" {
+		// SHA256SUMS.sigstore.json is SHA256SUMS's signature (make release
+		// RELEASE_SIGNING_KEY=), which cannot be listed in what it signs.
+		if _, ok := sums[e.Name()]; !ok && e.Name() != "SHA256SUMS" && e.Name() != "SHA256SUMS.sigstore.json" {
 			t.Errorf("%s is in the release but not in SHA256SUMS", e.Name())
 		}
 	}
