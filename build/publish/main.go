@@ -33,6 +33,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -93,7 +94,12 @@ func run(c config, out, progress io.Writer) error {
 
 	ref := repo.Tag(tag)
 	fmt.Fprintf(progress, "publish: pushing %s to %s\n", archive, ref)
-	if err := remote.WriteIndex(ref, index, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	updates := make(chan v1.Update, 64)
+	reported := make(chan struct{})
+	go func() { defer close(reported); reportProgress(progress, updates, 2*time.Second) }()
+	err = remote.WriteIndex(ref, index, remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithProgress(updates))
+	<-reported // WriteIndex closes updates when it returns
+	if err != nil {
 		return fmt.Errorf("pushing %s: %w", ref, err)
 	}
 	images, err := digests(repo, index)
@@ -113,6 +119,26 @@ func run(c config, out, progress io.Writer) error {
 		return nil
 	}
 	return signAndAttest(c, images, sums)
+}
+
+// reportProgress prints how much of the push is done at most once per
+// interval, and when it ends, until updates is closed.
+func reportProgress(w io.Writer, updates <-chan v1.Update, interval time.Duration) {
+	var last v1.Update
+	var printed time.Time
+	for u := range updates {
+		if u.Error != nil {
+			continue // WriteIndex returns it
+		}
+		last = u
+		if time.Since(printed) >= interval {
+			printed = time.Now()
+			fmt.Fprintf(w, "publish: %.1f of %.1f MiB sent\n", float64(u.Complete)/(1<<20), float64(u.Total)/(1<<20))
+		}
+	}
+	if last.Total > 0 {
+		fmt.Fprintf(w, "publish: %.1f of %.1f MiB sent\n", float64(last.Complete)/(1<<20), float64(last.Total)/(1<<20))
+	}
 }
 
 // digests names the index and each of its platform images by digest in repo.

@@ -3,10 +3,14 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 func TestCheckSums(t *testing.T) {
@@ -126,5 +130,19 @@ func TestBinaryOf(t *testing.T) {
 		if got != want || (err != nil) != (want == "") {
 			t.Errorf("binaryOf(%s) = %q, %v; want %q", platform, got, err, want)
 		}
+	}
+}
+
+func TestReportProgress(t *testing.T) {
+	updates := make(chan v1.Update, 4)
+	updates <- v1.Update{Total: 4 << 20, Complete: 1 << 20}
+	updates <- v1.Update{Total: 4 << 20, Complete: 2 << 20}
+	updates <- v1.Update{Error: errors.New("refused")}
+	updates <- v1.Update{Total: 4 << 20, Complete: 4 << 20}
+	close(updates)
+	var out bytes.Buffer
+	reportProgress(&out, updates, time.Hour)
+	if want := "publish: 1.0 of 4.0 MiB sent\npublish: 4.0 of 4.0 MiB sent\n"; out.String() != want {
+		t.Errorf("reportProgress printed %q, want the first update and the last", out.String())
 	}
 }
