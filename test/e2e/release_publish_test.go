@@ -72,26 +72,9 @@ func TestReleasePublish(t *testing.T) {
 
 	registry, requests := startRegistry(t)
 	repo := registry + "/turnstile"
-	cmd := exec.Command("make", "-C", "../..", "--no-print-directory", "publish", "REGISTRY="+repo, "RELEASE_DIR="+dir, "RELEASE_SIGNING_KEY="+key)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("make publish: %v\n%s%s", err, stdout.String(), stderr.String())
-	}
-	// Its output: "<repo>/kube-apiserver@sha256:... <what>", the index first.
-	digests := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
-		ref, what, ok := strings.Cut(line, "\t")
-		if !ok || !strings.Contains(ref, "@sha256:") {
-			continue
-		}
-		if strings.HasPrefix(what, "index ") {
-			what = "index"
-		}
-		digests[what] = ref
-	}
+	digests := publish(t, repo, dir, key)
 	if len(digests) != len(releasePlatforms)+1 {
-		t.Fatalf("make publish printed %d digests, want the index's and one per platform (%v):\n%s", len(digests), releasePlatforms, stdout.String())
+		t.Fatalf("make publish printed %d digests, want the index's and one per platform (%v): %v", len(digests), releasePlatforms, digests)
 	}
 	index := digests["index"]
 	version := strings.TrimPrefix(strings.TrimSpace(runBinary(t, "kube-apiserver", "--version")), "Kubernetes ")
@@ -165,11 +148,58 @@ func TestReleasePublish(t *testing.T) {
 		}
 	})
 
+	t.Run("the FIPS release publishes too", func(t *testing.T) {
+		fips := os.Getenv("TURNSTILE_RELEASE_FIPS_DIR")
+		if fips == "" {
+			t.Skip("no FIPS release: make test-release builds one (make release FIPS=1)")
+		}
+		digests := publish(t, repo+"/fips", fips, key)
+		index, ok := digests["index"]
+		if !ok || len(digests) != 2 {
+			t.Fatalf("make publish of the FIPS release printed %v, want its index and this machine's image", digests)
+		}
+		if out, err := cosign(append([]string{"verify"}, append(offline, index)...)...); err != nil {
+			t.Errorf("cosign verify %s: %v\n%s", index, err, out)
+		}
+		out, err := cosign(append([]string{"verify-attestation", "--type", "slsaprovenance1"}, append(offline, index)...)...)
+		if err != nil {
+			t.Fatalf("cosign verify-attestation %s: %v\n%s", index, err, out)
+		}
+		if st := attestedStatement(t, out, "https://slsa.dev/provenance/v1"); !strings.Contains(st, "make release FIPS=1") || !strings.Contains(st, "GOFIPS140="+certifiedFIPSModule) {
+			t.Errorf("the FIPS image's provenance does not name make release FIPS=1 and GOFIPS140=%s:\n%s", certifiedFIPSModule, st)
+		}
+	})
+
 	// Everything cosign and make publish asked for went to the registry on
 	// loopback: its log has requests, and nothing else was reachable.
 	if n := requests(); n == 0 {
 		t.Errorf("the registry logged no request")
 	}
+}
+
+// publish runs make publish of the release in dir to repo, signed with
+// key, and returns the digests it printed ("<repo>/kube-apiserver@sha256:...
+// <what>" lines) by what they are: "index", or a platform.
+func publish(t *testing.T, repo, dir, key string) map[string]string {
+	t.Helper()
+	cmd := exec.Command("make", "-C", "../..", "--no-print-directory", "publish", "REGISTRY="+repo, "RELEASE_DIR="+dir, "RELEASE_SIGNING_KEY="+key)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("make publish RELEASE_DIR=%s: %v\n%s%s", dir, err, stdout.String(), stderr.String())
+	}
+	digests := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		ref, what, ok := strings.Cut(line, "\t")
+		if !ok || !strings.Contains(ref, "@sha256:") {
+			continue
+		}
+		if strings.HasPrefix(what, "index ") {
+			what = "index"
+		}
+		digests[what] = ref
+	}
+	return digests
 }
 
 // startRegistry runs the CNCF distribution registry on a free loopback
