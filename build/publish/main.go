@@ -274,6 +274,9 @@ func checkSums(dir string) ([]string, error) {
 	return names, s.Err()
 }
 
+// fileSHA256 is a file's SHA-256, hex-encoded: build/oci.FileSHA256 again,
+// because this module does not import the main one, whose graph is
+// Kubernetes'.
 func fileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
