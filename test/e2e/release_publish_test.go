@@ -36,14 +36,11 @@ func TestReleasePublish(t *testing.T) {
 	t.Parallel()
 	dir := releaseDir(t)
 	pub := strings.TrimSuffix(key, ".key") + ".pub"
+	bin, home := mustBinary(t, "cosign"), t.TempDir()
 	cosign := func(args ...string) (string, error) {
-		bin, err := framework.Binary("cosign")
-		if err != nil {
-			t.Fatal(err)
-		}
 		cmd := exec.Command(bin, args...)
 		// No TUF root, no Rekor, no Fulcio: nothing here may reach them.
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "SIGSTORE_NO_CACHE=1")
+		cmd.Env = append(os.Environ(), "HOME="+home, "SIGSTORE_NO_CACHE=1")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -138,9 +135,7 @@ func TestReleasePublish(t *testing.T) {
 			t.Errorf("cosign verify-attestation of an image with a byte changed: %v, want no matching attestations:\n%s", err, out)
 		}
 		other := t.TempDir()
-		gen := exec.Command(mustBinary(t, "cosign"), "generate-key-pair", "--output-key-prefix", filepath.Join(other, "other"))
-		gen.Env = append(os.Environ(), "COSIGN_PASSWORD=other")
-		if out, err := gen.CombinedOutput(); err != nil {
+		if out, err := cosign("generate-key-pair", "--output-key-prefix", filepath.Join(other, "other")); err != nil {
 			t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
 		}
 		if out, err := cosign("verify", "--key", filepath.Join(other, "other.pub"), "--insecure-ignore-tlog=true", ref); err == nil || !strings.Contains(out, "signatures do not match") {
