@@ -130,7 +130,7 @@ image: build $(BIN)/image ## Image tarball of our kube-apiserver for this machin
 # make release also releases every older line, into _output/lines/1.Y/release
 # (RELEASE_DIR=D: D/lines/1.Y); RELEASE_LINES= releases main's alone.
 RELEASE_LINES ?= $(OLDER_LINES)
-release: $(BIN)/release $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, kubectl-psp for six desktops with its krew manifest, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release); FIPS=1: built with Go's FIPS 140-3 module, in _output/release-fips.
+release: $(BIN)/release $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) $(if $(RELEASE_AIRGAP),airgap-images) ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, kubectl-psp for six desktops with its krew manifest, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release); FIPS=1: built with Go's FIPS 140-3 module, in _output/release-fips.
 	if [[ -z "$(ALLOW_DIRTY)" && -n "$$(git status --porcelain --untracked-files=no)" ]]; then \
 		echo "release: the tree has uncommitted changes; commit them so that the release can be rebuilt from its commit (or ALLOW_DIRTY=1)" >&2; exit 1; fi
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
@@ -147,11 +147,35 @@ release: $(BIN)/release $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) ## Static kub
 	done; \
 	$(BIN)/release -dir $(RELEASE_DIR) -platforms "$(subst $(space),$(comma),$(strip $(PLATFORMS)))" -ldflags "$$ldflags" \
 		-kubectl-psp-dir "$$psp" -kubectl-psp-platforms "$(subst $(space),$(comma),$(strip $(KUBECTL_PSP_PLATFORMS)))" \
-		-repository $(IMAGE_REPOSITORY) $(if $(ALLOW_DIRTY),-allow-dirty) $(if $(FIPS),-fips)
+		-repository $(IMAGE_REPOSITORY) $(if $(ALLOW_DIRTY),-allow-dirty) $(if $(FIPS),-fips) \
+		$(if $(RELEASE_AIRGAP),-airgap $(AIRGAP_DIR))
 	$(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign sign-blob --key $(RELEASE_SIGNING_KEY) --tlog-upload=false --use-signing-config=false --yes \
 		--bundle $(RELEASE_DIR)/SHA256SUMS.sigstore.json $(RELEASE_DIR)/SHA256SUMS)
 	$(if $(LINE_GOFLAGS),,@for l in $(RELEASE_LINES); do \
 		$(MAKE) --no-print-directory release LINE=$$l KUBECTL_PSP_PLATFORMS= RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release$(FIPS_SUFFIX)) || exit 1; done)
+
+# The air-gap bundles (docs/release.md): for each platform, every image
+# kubeadm names for the release under IMAGE_REPOSITORY, ours the
+# kube-apiserver. The other six are built here as make tools and make
+# node-images build them, cross-compiled (pause with Debian's cross gcc),
+# into AIRGAP_DIR/<os>-<arch>, and made images by build/nodeimages -airgap;
+# build/release adds ours and writes each bundle. AIRGAP= leaves them out
+# (make test-e2e's release does: make test-release checks them); a FIPS
+# release has none, its other images not being built with the FIPS module.
+AIRGAP ?= 1
+RELEASE_AIRGAP := $(if $(FIPS),,$(AIRGAP))
+AIRGAP_DIR := $(OUT)/airgap
+AIRGAP_BINARIES := kube-controller-manager kube-scheduler kube-proxy etcd coredns pause
+.PHONY: airgap-images
+airgap-images: $(BIN)/nodeimages
+	hack/install-package.sh mmdebstrap mmdebstrap
+	for p in $(PLATFORMS); do \
+		dir=$(AIRGAP_DIR)/$${p%/*}-$${p#*/}; \
+		echo "release: building kubeadm's images for $$p (air-gap bundle)" >&2; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(MAKE) --no-print-directory BIN=$$dir $(addprefix $$dir/,$(AIRGAP_BINARIES)) || exit 1; \
+		$(BIN)/nodeimages -airgap $$p -bin $$dir -out $(AIRGAP_DIR) -repository $(IMAGE_REPOSITORY) \
+			-kubernetes-version $$(hack/line.sh version $(LINE)) || exit 1; \
+	done
 
 publish: $(BIN)/publish $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) ## REGISTRY=host:port/path: push make release's image index and platform images by digest and print the digests; RELEASE_SIGNING_KEY=cosign.key: sign them and attest each platform's SLSA provenance and SPDX SBOM, offline.
 	@if [[ -z "$(REGISTRY)" ]]; then echo "publish: REGISTRY is empty: make publish REGISTRY=host:port/path" >&2; exit 1; fi
@@ -206,7 +230,11 @@ run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out
 
 # What real nodes need: Debian's containerd, runc, CNI plugins, iptables
 # (kube-proxy) and nftables (the guard), the kubelet and kube-proxy, images.
-node-deps: $(addprefix $(BIN)/,$(NODE_TOOLS)) node-images
+node-deps: $(addprefix $(BIN)/,$(NODE_TOOLS)) node-images node-packages
+
+# The host's side of a node: Debian's containerd, runc, CNI plugins, iptables and nft.
+.PHONY: node-packages
+node-packages:
 	hack/install-package.sh containerd containerd
 	hack/install-package.sh runc runc
 	hack/install-package.sh /usr/lib/cni/bridge containernetworking-plugins
@@ -281,15 +309,24 @@ $(BIN)/busybox-sh: FORCE
 
 # Upstream's pause, as build/pause/Makefile builds it, at kubeadm's PauseVersion.
 # gcc always runs (a second); the binary is only replaced when it changed.
+# GOARCH other than this machine's (make airgap-images) builds with Debian's
+# cross gcc for it.
 $(BIN)/pause: FORCE
-	hack/install-package.sh gcc gcc
-	hack/install-package.sh "/usr/lib/$$(gcc -print-multiarch)/libc.a" libc6-dev
+	host=$$($(GO) env GOHOSTARCH); arch=$${GOARCH:-$$host}; cc=gcc strip=strip; \
+	if [[ $$arch == "$$host" ]]; then \
+		hack/install-package.sh gcc gcc && hack/install-package.sh "/usr/lib/$$(gcc -print-multiarch)/libc.a" libc6-dev; \
+	else \
+		case $$arch in amd64) triplet=x86_64-linux-gnu pkg=x86-64-linux-gnu deb=amd64;; arm64) triplet=aarch64-linux-gnu pkg=$$triplet deb=arm64;; \
+			*) echo "pause: no cross compiler for GOARCH=$$arch" >&2; exit 1;; esac; \
+		cc=$$triplet-gcc strip=$$triplet-strip; \
+		hack/install-package.sh "$$cc" "gcc-$$pkg" && hack/install-package.sh "/usr/$$triplet/lib/libc.a" "libc6-dev-$$deb-cross"; \
+	fi; \
 	kube="$(KUBERNETES_DIR)"; \
 	version=$$(sed -n 's/^\tPauseVersion = "\(.*\)"$$/\1/p' "$$kube/cmd/kubeadm/app/constants/constants.go"); \
 	[[ -n $$version ]] || { echo "pause: no PauseVersion in $$kube/cmd/kubeadm/app/constants/constants.go" >&2; exit 1; }; \
 	mkdir -p $(BIN); \
-	gcc -Os -Wall -Werror -static -DVERSION="$$version" -o $@.tmp "$$kube/build/pause/linux/pause.c"; \
-	strip $@.tmp; \
+	$$cc -Os -Wall -Werror -static -DVERSION="$$version" -o $@.tmp "$$kube/build/pause/linux/pause.c"; \
+	$$strip $@.tmp; \
 	if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
 
 # As test/images/image-util.sh and agnhost's Makefile build it, stamped with its VERSION file.
@@ -507,7 +544,7 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 	# The release for this machine's platform, whatever the tree's state, and
 	# what checks it: containerd imports the image (the tests skip, saying
 	# why, without it). make test-release adds arm64 and qemu.
-	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)" KUBECTL_PSP_PLATFORMS="$(TEST_PLATFORMS)" RELEASE_LINES=
+	$(MAKE) --no-print-directory release ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)" KUBECTL_PSP_PLATFORMS="$(TEST_PLATFORMS)" RELEASE_LINES= AIRGAP=
 	hack/install-package.sh containerd containerd || true
 	# Stamped like upstream's binaries, so kubeadm's version checks run in-process as in kubeadm.
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(TEST_PLATFORMS)" TURNSTILE_RELEASE_KUBECTL_PSP_PLATFORMS="$(TEST_PLATFORMS)" \
@@ -519,7 +556,7 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 # version, and serving with etcd embedded) and both in the image index.
 # Apart from make test, because a cold arm64 cross-build of kube-apiserver
 # takes about 15 minutes on 2 cores.
-test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registry) $(BIN)/image ## make release for both platforms, signed with a test key, checked: checksums, SBOMs, provenance, image index, a byte-identical rebuild, arm64 under qemu; make publish to a registry on loopback, verified with cosign; and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
+test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registry $(NODE_TOOLS)) $(BIN)/image node-packages ## make release for both platforms, signed with a test key, checked: checksums, SBOMs, provenance, image index, a byte-identical rebuild, arm64 under qemu; make publish to a registry on loopback, verified with cosign; the air-gap bundle imported on a real node that reaches no registry, and kubeadm init from it with both addons, nothing pulled (as root); and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
 	# build/publish's and test/registry's modules, checked here and not by
 	# make verify: their graphs (cosign's, the registry's) are 4 GB and a
 	# minute of downloads on a cold cache, which make test's budget has not.
@@ -535,7 +572,7 @@ test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registr
 	hack/install-package.sh qemu-aarch64-static qemu-user-static || true
 	hack/install-package.sh containerd containerd || true
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" TURNSTILE_RELEASE_KUBECTL_PSP_PLATFORMS="$(KUBECTL_PSP_PLATFORMS)" \
-		TURNSTILE_RELEASE_FIPS_DIR=$(CURDIR)/$(RELEASE_DIR)-fips \
+		TURNSTILE_RELEASE_FIPS_DIR=$(CURDIR)/$(RELEASE_DIR)-fips TURNSTILE_RELEASE_AIRGAP=$(AIRGAP) \
 		TURNSTILE_RELEASE_SIGNING_KEY=$(CURDIR)/$(OUT)/test-release-key/cosign.key COSIGN_PASSWORD=test-release \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestRelease' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 

@@ -41,8 +41,12 @@ func debianTarball(w io.Writer, out, name string, args []string) (string, error)
 	start := time.Now()
 	tmp := path + ".tmp"
 	cmd := exec.Command("mmdebstrap", append(args, tmp)...)
-	// mmdebstrap reports its progress on standard error.
+	// mmdebstrap reports its progress on standard error. With
+	// SOURCE_DATE_EPOCH, every time in the tarball is that one or older,
+	// so that the same packages give the same bytes: the release's
+	// kube-proxy image is made from one.
 	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH=0")
 	if err := cmd.Run(); err != nil {
 		os.Remove(tmp)
 		return "", fmt.Errorf("mmdebstrap %s: %w", strings.Join(args, " "), err)

@@ -18,7 +18,10 @@
 // framework runs (oci.E2EImages) into one archive, on a Debian root file
 // system that mmdebstrap makes from Debian's packages (make e2e-images);
 // with -conformance, upstream's conformance image on that root file system
-// (oci.ConformanceImage; make conformance-image).
+// (oci.ConformanceImage; make conformance-image); with -airgap linux/ARCH,
+// the air-gap bundle's images but our kube-apiserver, from that platform's
+// binaries in -bin, kube-proxy on Debian's iptables and nftables (make
+// release adds the kube-apiserver and writes the bundle).
 //
 // An archive whose inputs (files, their modes and contents, the configs,
 // this program) are those of its last build is not written again: the
@@ -72,10 +75,19 @@ func main() {
 	version := flag.String("kubernetes-version", "", "with -control-plane, the version kubeadm names the control-plane images after (v1.37.2); with -conformance, the conformance image's tag")
 	controlPlane := flag.Bool("control-plane", false, "write kubeadm's kube-apiserver (from kube-apiserver-upstream), kube-controller-manager, kube-scheduler and etcd images from the binaries in -bin instead")
 	e2e := flag.Bool("e2e", false, "write the rest of the e2e framework's images instead, into -out/"+oci.E2EImageArchive+" (needs mmdebstrap and Debian's package mirror)")
+	airgap := flag.String("airgap", "", "with -kubernetes-version and -repository, write the air-gap bundle's images of this platform (linux/arm64) but the kube-apiserver instead, into -out/airgap-images-OS-ARCH.tar, from that platform's binaries in -bin")
+	repository := flag.String("repository", "turnstile-k8s", "with -airgap, kubeadm's imageRepository")
 	conformance := flag.Bool("conformance", false, "write upstream's conformance image of -kubernetes-version instead, into -out/"+oci.ConformanceImageArchive+", from e2e.test, ginkgo, kubectl and go-runner in -bin, on -e2e's Debian root file system")
 	flag.Parse()
 	if *conformance {
 		if err := runConformance(os.Stdout, *out, *bin, *kubernetes, *version); err != nil {
+			fmt.Fprintf(os.Stderr, "nodeimages: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *airgap != "" {
+		if err := runAirGap(os.Stdout, *out, *bin, *airgap, *repository, *version); err != nil {
 			fmt.Fprintf(os.Stderr, "nodeimages: %v\n", err)
 			os.Exit(1)
 		}
@@ -269,12 +281,7 @@ func specs(w io.Writer, out, bin, kubernetes, busybox, bash string) ([]spec, err
 	if err := static(bash, "bash-static"); err != nil {
 		return nil, err
 	}
-	return []spec{{
-		// build/pause/Dockerfile: FROM scratch, /pause, USER 65535:65535.
-		image:  byName["pause"],
-		layers: [][]oci.Entry{{oci.FileFrom("pause", 0o755, filepath.Join(bin, "pause"))}},
-		config: oci.Config{Entrypoint: []string{"/pause"}, User: "65535:65535", Created: created},
-	}, {
+	return []spec{pauseSpec(byName["pause"], bin, ""), {
 		image:  byName["busybox"],
 		layers: [][]oci.Entry{busyboxLayer},
 		config: oci.Config{Env: []string{envPath}, Cmd: []string{"sh"}, Created: created},
@@ -292,9 +299,24 @@ func specs(w io.Writer, out, bin, kubernetes, busybox, bash string) ([]spec, err
 			oci.Entry{Path: "home/user-defined-in-image", Mode: fs.ModeDir | 0o755, UID: 1000, GID: 1000},
 		)},
 		config: agnhostConfig,
-	}, {
-		// As upstream's CoreDNS image: static, distroless nonroot (65532).
-		image: byName["coredns"],
+	}, corednsSpec(byName["coredns"], bin, "")}, nil
+}
+
+// pauseSpec is build/pause/Dockerfile's image: FROM scratch, /pause, USER
+// 65535:65535; arch is the image's architecture (empty: this machine's).
+func pauseSpec(image oci.NodeImage, bin, arch string) spec {
+	return spec{
+		image:  image,
+		layers: [][]oci.Entry{{oci.FileFrom("pause", 0o755, filepath.Join(bin, "pause"))}},
+		config: oci.Config{Entrypoint: []string{"/pause"}, User: "65535:65535", Architecture: arch, Created: created},
+	}
+}
+
+// corednsSpec is as upstream's CoreDNS image: static, distroless nonroot
+// (65532); arch as for pauseSpec.
+func corednsSpec(image oci.NodeImage, bin, arch string) spec {
+	return spec{
+		image: image,
 		layers: [][]oci.Entry{{
 			oci.FileFrom("coredns", 0o755, filepath.Join(bin, "coredns")),
 			oci.File("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")),
@@ -303,8 +325,8 @@ func specs(w io.Writer, out, bin, kubernetes, busybox, bash string) ([]spec, err
 			oci.Dir("tmp", 0o777|fs.ModeSticky),
 		}},
 		config: oci.Config{Entrypoint: []string{"/coredns"}, User: "65532:65532",
-			ExposedPorts: []string{"53/tcp", "53/udp"}, Created: created},
-	}}, nil
+			ExposedPorts: []string{"53/tcp", "53/udp"}, Architecture: arch, Created: created},
+	}
 }
 
 // need checks that bin holds the binaries, saying what builds them.
@@ -336,9 +358,8 @@ func agnhostEntries(bin, kubernetes string) []oci.Entry {
 var agnhostConfig = oci.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: []string{envPath},
 	ExposedPorts: []string{"80/tcp", "8080/tcp", "8081/tcp", "9376/tcp", "5000/tcp"}, Created: created}
 
-// controlPlaneSpecs are kubeadm's control-plane images: each binary FROM
-// scratch in /usr/local/bin, on the PATH, as kubeadm's static pods call it
-// by name, from the binary NodeImage.Binary names.
+// controlPlaneSpecs are kubeadm's control-plane images (binarySpec), each
+// from the binary in bin that NodeImage.Binary names.
 func controlPlaneSpecs(bin, version string) ([]spec, error) {
 	var out []spec
 	for _, img := range oci.ControlPlaneImages(version) {
@@ -346,13 +367,20 @@ func controlPlaneSpecs(bin, version string) ([]spec, error) {
 		if _, err := os.Stat(binary); err != nil {
 			return nil, fmt.Errorf("%w (make tools builds it)", err)
 		}
-		out = append(out, spec{
-			image:  img,
-			layers: [][]oci.Entry{{oci.FileFrom("usr/local/bin/"+img.Name, 0o755, binary), oci.Dir("tmp", 0o777|fs.ModeSticky)}},
-			config: oci.Config{Env: []string{envPath}, Created: created},
-		})
+		out = append(out, binarySpec(img, binary, ""))
 	}
 	return out, nil
+}
+
+// binarySpec is a control-plane image as upstream's: binary FROM scratch
+// as /usr/local/bin/<image.Name>, on the PATH, as kubeadm's static pods
+// call it by name; arch as for pauseSpec.
+func binarySpec(img oci.NodeImage, binary, arch string) spec {
+	return spec{
+		image:  img,
+		layers: [][]oci.Entry{{oci.FileFrom("usr/local/bin/"+img.Name, 0o755, binary), oci.Dir("tmp", 0o777|fs.ModeSticky)}},
+		config: oci.Config{Env: []string{envPath}, Architecture: arch, Created: created},
+	}
 }
 
 const (

@@ -1,7 +1,13 @@
 package oci
 
 import (
+	"fmt"
+	"path"
+
+	"github.com/distribution/reference"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	kubeadmimages "k8s.io/kubernetes/cmd/kubeadm/app/images"
 	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
 	e2eimage "k8s.io/kubernetes/test/utils/image"
 )
@@ -139,3 +145,49 @@ func ConformanceImage(kubernetesVersion, arch string) NodeImage {
 		"registry.k8s.io/conformance-" + arch + ":" + kubernetesVersion,
 	}, Tarball: ConformanceImageArchive}
 }
+
+// AirGapImages are the images of make release's air-gap bundle for a
+// kubeadm cluster of kubernetesVersion whose imageRepository is
+// repository: exactly what `kubeadm config images list` names (kubeadm's
+// own images.GetControlPlaneImages, so the list follows each line), in its
+// order: kube-apiserver, kube-controller-manager, kube-scheduler,
+// kube-proxy, CoreDNS, pause and etcd. Each image's Name is its
+// repository's last element (coredns, pause, ...) and its one tag the name
+// kubeadm gives it, fully qualified as containerd names it
+// (docker.io/turnstile-k8s/pause:3.10.2); the bundle's kube-apiserver is ours. An image kubeadm
+// names that is not one of the seven is an error, so that a release whose
+// kubeadm wants another image fails instead of shipping a bundle that
+// lacks it.
+func AirGapImages(repository, kubernetesVersion string) ([]NodeImage, error) {
+	cfg := &kubeadmapi.ClusterConfiguration{
+		ImageRepository:   repository,
+		KubernetesVersion: kubernetesVersion,
+		Etcd:              kubeadmapi.Etcd{Local: &kubeadmapi.LocalEtcd{}},
+	}
+	known := map[string]bool{kubeadmconstants.KubeAPIServer: true, kubeadmconstants.KubeControllerManager: true,
+		kubeadmconstants.KubeScheduler: true, kubeadmconstants.KubeProxy: true, kubeadmconstants.CoreDNSImageName: true,
+		"pause": true, kubeadmconstants.Etcd: true}
+	var out []NodeImage
+	for _, ref := range kubeadmimages.GetControlPlaneImages(cfg) {
+		// As containerd and the kubelet name it: docker.io/... for a
+		// repository without a registry.
+		full, err := reference.ParseDockerRef(ref)
+		if err != nil {
+			return nil, fmt.Errorf("kubeadm's image %q (imageRepository %q): %w", ref, repository, err)
+		}
+		short := path.Base(reference.Path(full))
+		if !known[short] {
+			return nil, fmt.Errorf("kubeadm %s names the image %s, which the air-gap bundle does not build (oci.AirGapImages)", kubernetesVersion, ref)
+		}
+		out = append(out, NodeImage{Name: short, Tags: []string{full.String()}})
+	}
+	if len(out) != len(known) {
+		return nil, fmt.Errorf("kubeadm %s names %d images, the air-gap bundle builds %d: %v", kubernetesVersion, len(out), len(known), out)
+	}
+	return out, nil
+}
+
+// AirGapArchive is the base name of the air-gap bundle of one platform
+// (make release writes BASE.oci.tar and its image list BASE.txt; build/
+// nodeimages -airgap writes the images it builds as BASE.tar).
+func AirGapArchive(goos, goarch string) string { return "airgap-images-" + goos + "-" + goarch }

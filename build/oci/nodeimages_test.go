@@ -1,8 +1,11 @@
 package oci
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	e2eimage "k8s.io/kubernetes/test/utils/image"
 )
 
@@ -60,5 +63,41 @@ func TestNodeImageNamesMatchUpstream(t *testing.T) {
 			}
 			seen[tag] = true
 		}
+	}
+}
+
+// The air-gap bundle's images are kubeadm's, under the repository it is
+// given, with the tags kubeadm's constants name; a repository kubeadm
+// cannot use is an error.
+func TestAirGapImages(t *testing.T) {
+	images, err := AirGapImages("turnstile-k8s", "v1.37.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"docker.io/turnstile-k8s/kube-apiserver:v1.37.2",
+		"docker.io/turnstile-k8s/kube-controller-manager:v1.37.2",
+		"docker.io/turnstile-k8s/kube-scheduler:v1.37.2",
+		"docker.io/turnstile-k8s/kube-proxy:v1.37.2",
+		"docker.io/turnstile-k8s/coredns:" + kubeadmconstants.CoreDNSVersion,
+		"docker.io/turnstile-k8s/pause:" + kubeadmconstants.PauseVersion,
+		"docker.io/turnstile-k8s/etcd:" + kubeadmconstants.DefaultEtcdVersion,
+	}
+	var got []string
+	for _, img := range images {
+		if len(img.Tags) != 1 || !strings.Contains(img.Tags[0], "/"+img.Name+":") {
+			t.Errorf("%+v", img)
+		}
+		got = append(got, img.Tags...)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("AirGapImages:\n got %q\nwant %q", got, want)
+	}
+	if _, err := AirGapImages("Not A Repository", "v1.37.2"); err == nil || !strings.Contains(err.Error(), `imageRepository "Not A Repository"`) {
+		t.Errorf("a repository with spaces: %v", err)
+	}
+	images, err = AirGapImages("registry.example.com:5000/mirror", "v1.37.2")
+	if err != nil || images[0].Tags[0] != "registry.example.com:5000/mirror/kube-apiserver:v1.37.2" {
+		t.Errorf("a registry's repository: %v, %+v", err, images)
 	}
 }

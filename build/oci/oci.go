@@ -142,25 +142,69 @@ func WriteIndexArchive(path string, tag name.Tag, created time.Time, images ...v
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("image %s: %w", tag, err)
 	}
+	return digest, writeLayoutArchive(path, created, func(l layout.Path) error {
+		return l.AppendIndex(index, layout.WithAnnotations(map[string]string{
+			"io.containerd.image.name":          full.String(),
+			"org.opencontainers.image.ref.name": tag.TagStr(),
+		}))
+	})
+}
+
+// WriteImagesArchive writes images to path as a tarball of an OCI image
+// layout whose index.json lists each image under each of its names, in the
+// order of names: the air-gap bundle, which `ctr images import` and
+// Docker's containerd image store import whole. Each name must be fully
+// qualified and tagged (docker.io/... for a Docker Hub style repository), as
+// containerd names images. Unlike a docker-archive's, a layout's manifests
+// are imported as they are, so the digests WriteImagesArchive returns, by
+// name, are the ones containerd and the kubelet report.
+func WriteImagesArchive(path string, created time.Time, names []string, images map[string]v1.Image) (map[string]v1.Hash, error) {
+	digests := make(map[string]v1.Hash, len(names))
+	for _, n := range names {
+		full, err := reference.ParseNormalizedNamed(n)
+		if _, tagged := full.(reference.Tagged); err != nil || !tagged || full.String() != n {
+			return nil, fmt.Errorf("writing %s: image name %q is not fully qualified with a tag, as containerd names images (%v)", path, n, err)
+		}
+		img, ok := images[n]
+		if !ok {
+			return nil, fmt.Errorf("writing %s: no image named %s", path, n)
+		}
+		if digests[n], err = img.Digest(); err != nil {
+			return nil, err
+		}
+	}
+	return digests, writeLayoutArchive(path, created, func(l layout.Path) error {
+		for _, n := range names {
+			if err := l.AppendImage(images[n], layout.WithAnnotations(map[string]string{
+				"io.containerd.image.name":          n,
+				"org.opencontainers.image.ref.name": n,
+			})); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeLayoutArchive writes the OCI image layout that add fills to path as
+// a tarball (tarDir), by way of a temporary directory.
+func writeLayoutArchive(path string, created time.Time, add func(layout.Path) error) error {
 	dir, err := os.MkdirTemp("", "oci-layout-")
 	if err != nil {
-		return v1.Hash{}, err
+		return err
 	}
 	defer os.RemoveAll(dir)
 	l, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return v1.Hash{}, err
+		return err
 	}
-	if err := l.AppendIndex(index, layout.WithAnnotations(map[string]string{
-		"io.containerd.image.name":          full.String(),
-		"org.opencontainers.image.ref.name": tag.TagStr(),
-	})); err != nil {
-		return v1.Hash{}, fmt.Errorf("writing the OCI layout: %w", err)
+	if err := add(l); err != nil {
+		return fmt.Errorf("writing the OCI layout: %w", err)
 	}
 	if err := tarDir(path, dir, created); err != nil {
-		return v1.Hash{}, fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return digest, nil
+	return nil
 }
 
 // tarDir writes the files under dir to a tarball at path, in lexical order,

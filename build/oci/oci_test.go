@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -289,4 +290,56 @@ func sameFile(t *testing.T, a, b string) bool {
 	da, errA := os.ReadFile(a)
 	db, errB := os.ReadFile(b)
 	return errA == nil && errB == nil && bytes.Equal(da, db)
+}
+
+// The air-gap bundle's archive lists every image under each of its names,
+// in order, with the digests WriteImagesArchive returns, and refuses a
+// name containerd would qualify differently.
+func TestWriteImagesArchive(t *testing.T) {
+	a, err := Image(fakeBinary(t, "a"), "linux", "arm64", meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Image(fakeBinary(t, "b"), "linux", "arm64", meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"docker.io/turnstile-k8s/a:v1", "registry.example.com/b:v2", "docker.io/turnstile-k8s/a:v1_x.1"}
+	images := map[string]v1.Image{names[0]: a, names[1]: b, names[2]: a}
+	path := filepath.Join(t.TempDir(), "bundle.oci.tar")
+	digests, err := WriteImagesArchive(path, meta.Created, names, images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	untar(t, path, dir)
+	l, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := l.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := index.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != len(names) {
+		t.Fatalf("index.json lists %d manifests, want %d", len(m.Manifests), len(names))
+	}
+	for i, d := range m.Manifests {
+		n := names[i]
+		if d.Annotations["io.containerd.image.name"] != n || d.Annotations["org.opencontainers.image.ref.name"] != n || d.Digest != digests[n] {
+			t.Errorf("manifest %d: %+v; want %s at %s", i, d, n, digests[n])
+		}
+	}
+	if digests[names[0]] != digests[names[2]] || digests[names[0]] == digests[names[1]] {
+		t.Errorf("digests %v", digests)
+	}
+	for _, bad := range []string{"turnstile-k8s/a:v1", "docker.io/turnstile-k8s/a"} {
+		if _, err := WriteImagesArchive(path, meta.Created, []string{bad}, map[string]v1.Image{bad: a}); err == nil || !strings.Contains(err.Error(), "not fully qualified") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
 }

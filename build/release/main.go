@@ -13,6 +13,9 @@
 //     SBOM, to the image);
 //   - RELEASE-NOTES.md: versions, artifacts and the commits since the
 //     previous tag;
+//   - airgap-images-<os>-<arch>.oci.tar and .txt, with -airgap: every
+//     image a kubeadm control plane and node of the release needs, ours
+//     the kube-apiserver, and their list (releaseAirGap);
 //   - kubectl-psp-<os>-<arch>.tar.gz and psp.yaml, with -kubectl-psp-platforms:
 //     the kubectl plugin for each desktop and the krew manifest that
 //     installs it;
@@ -55,6 +58,7 @@ func main() {
 	flag.BoolVar(&c.allowDirty, "allow-dirty", false, "release binaries built from a tree with uncommitted changes (not reproducible; for tests)")
 	flag.StringVar(&c.kubectlPSPDir, "kubectl-psp-dir", "", "the directory holding kubectl-psp-<os>-<arch> for each of -kubectl-psp-platforms")
 	kubectlPSP := flag.String("kubectl-psp-platforms", "", "comma-separated os/arch list of the kubectl-psp binaries to archive with their krew manifest; none: \"\"")
+	flag.StringVar(&c.airgap, "airgap", "", "the directory where make airgap-images wrote each platform's images of kubeadm's but the kube-apiserver (airgap-images-<os>-<arch>.tar): write the air-gap bundles; none: \"\"")
 	flag.BoolVar(&c.fips, "fips", false, "the binaries are kube-apiserver-fips-<os>-<arch>, built with GOFIPS140 (make release FIPS=1)")
 	flag.Parse()
 	c.platforms = strings.Split(*platforms, ",")
@@ -71,6 +75,9 @@ type config struct {
 	dir, ldflags, repository, source string
 	platforms                        []string
 	allowDirty, fips                 bool
+	// airgap, when set, holds build/nodeimages -airgap's archive of each
+	// platform, from which the air-gap bundles are made (releaseAirGap).
+	airgap string
 	// kubectlPSPDir holds kubectl-psp-<os>-<arch> for each of
 	// kubectlPSPPlatforms, which the release archives for krew.
 	kubectlPSPDir       string
@@ -133,6 +140,11 @@ func run(c config, progress io.Writer) error {
 			return fmt.Errorf("%s: image: %w", name, err)
 		}
 		images = append(images, img)
+		if c.airgap != "" {
+			if err := releaseAirGap(c, s, img, tag, meta.Created, add); err != nil {
+				return err
+			}
+		}
 		archive := fmt.Sprintf("kube-apiserver-%s-%s-%s.tar", tag.TagStr(), s.OS, s.Arch)
 		if _, err := oci.WriteDockerArchive(filepath.Join(c.dir, archive), tag, img); err != nil {
 			return err

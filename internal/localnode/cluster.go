@@ -45,8 +45,17 @@ type Config struct {
 	// (UseBin replaces it).
 	Bin string
 	// Images are image tarballs to import into every node's containerd,
-	// which the nodes' registry also serves.
+	// which the nodes' registry also serves (docker-archives, as
+	// build/nodeimages writes them), unless Offline.
 	Images []string
+	// Offline has the nodes' registry serve no image: it stands in for
+	// the registries all the same and logs every request in
+	// logs/registry.log, so that a run that must pull nothing (the air-gap
+	// bundle's, an OCI layout archive among Images) shows any pull it makes.
+	Offline bool
+	// SandboxImage is containerd's pod sandbox image (empty:
+	// oci.PauseImage, the kubelet's and kubeadm's default).
+	SandboxImage string
 	// Containerd, when set, is a directory holding containerd 2.x's
 	// containerd, containerd-shim-runc-v2 and ctr (make containerd) for the
 	// nodes to run instead of Debian's containerd 1.6.
@@ -287,7 +296,11 @@ func (c *Cluster) startRegistry() error {
 	if err != nil {
 		return err
 	}
-	r, err := newRegistry(c.cfg.Images, logFile)
+	tarballs := c.cfg.Images
+	if c.cfg.Offline {
+		tarballs = nil
+	}
+	r, err := newRegistry(tarballs, logFile)
 	if err != nil {
 		return errors.Join(fmt.Errorf("the nodes' image registry: %w", err), logFile.Close())
 	}

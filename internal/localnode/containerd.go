@@ -1,6 +1,7 @@
 package localnode
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -38,7 +39,8 @@ import (
 //     mounted under the node's state, not in the host's /run/netns, so that
 //     a clean-up finds every one of them;
 //   - the sandbox image is the locally built pause (oci.PauseImage, the
-//     kubelet's and kubeadm's name for it);
+//     kubelet's and kubeadm's name for it), or Config.SandboxImage, as an
+//     operator sets it to the air-gap bundle's;
 //   - config_path: the hosts directory that sends every pull to the nodes'
 //     own registry (registry.go).
 var containerdConfigs = map[bool]*template.Template{
@@ -132,7 +134,7 @@ func (n *Node) writeContainerdConfig() error {
 	var b strings.Builder
 	if err := containerdConfigs[n.cluster.cfg.Containerd != ""].Execute(&b, map[string]string{
 		"Root": n.containerdRoot(), "State": n.containerdState(), "Socket": n.Socket(),
-		"Pause": oci.PauseImage, "Runc": runc, "CNIBin": cniBinDir, "CNIConf": n.cniConfDir(), "Hosts": n.hostsDir(),
+		"Pause": cmp.Or(n.cluster.cfg.SandboxImage, oci.PauseImage), "Runc": runc, "CNIBin": cniBinDir, "CNIConf": n.cniConfDir(), "Hosts": n.hostsDir(),
 	}); err != nil {
 		return err
 	}

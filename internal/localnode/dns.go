@@ -25,8 +25,20 @@ import (
 // so ours is created first.
 func (c *Cluster) DeployDNS(ctx context.Context, client kubernetes.Interface) error {
 	cfg := &c.cfg.Kubeadm.ClusterConfiguration
+	if err := applyCorefile(ctx, client, cfg.Networking.DNSDomain); err != nil {
+		return err
+	}
+	if err := dnsaddon.EnsureDNSAddon(cfg, client, "", io.Discard, false); err != nil {
+		return fmt.Errorf("kubeadm's CoreDNS addon: %w", err)
+	}
+	return nil
+}
+
+// applyCorefile creates or updates kubeadm's CoreDNS ConfigMap for
+// dnsDomain with a Corefile that forwards nothing.
+func applyCorefile(ctx context.Context, client kubernetes.Interface, dnsDomain string) error {
 	rendered, err := kubeadmutil.ParseTemplate(dnsaddon.CoreDNSConfigMap, struct{ DNSDomain, UpstreamNameserver, StubDomain string }{
-		DNSDomain: cfg.Networking.DNSDomain,
+		DNSDomain: dnsDomain,
 	})
 	if err != nil {
 		return fmt.Errorf("kubeadm's CoreDNS ConfigMap: %w", err)
@@ -46,9 +58,6 @@ func (c *Cluster) DeployDNS(ctx context.Context, client kubernetes.Interface) er
 	}
 	if err != nil {
 		return fmt.Errorf("the CoreDNS ConfigMap: %w", err)
-	}
-	if err := dnsaddon.EnsureDNSAddon(cfg, client, "", io.Discard, false); err != nil {
-		return fmt.Errorf("kubeadm's CoreDNS addon: %w", err)
 	}
 	return nil
 }

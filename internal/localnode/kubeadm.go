@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	kubeadmapiv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/copycerts"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
@@ -111,7 +113,7 @@ func (n *Node) addMountNS() error {
 var kubeadmConfig = template.Must(template.New("kubeadm").Funcs(template.FuncMap{"evictionHard": evictionHard}).Parse(`{{define "registration"}}nodeRegistration:
   name: {{.Name}}
   criSocket: unix://{{.Socket}}
-  imagePullPolicy: Never
+  imagePullPolicy: {{.PullPolicy}}
   taints: []
   ignorePreflightErrors: [all]
   kubeletExtraArgs:
@@ -128,12 +130,13 @@ certificateKey: {{.CertificateKey}}
 {{end}}localAPIEndpoint:
   advertiseAddress: {{.IP}}
   bindPort: 6443
-{{template "registration" .}}skipPhases: [addon/kube-proxy, addon/coredns]
+{{template "registration" .}}skipPhases: [{{if not .Addons}}addon/kube-proxy, {{end}}addon/coredns]
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 kubernetesVersion: {{.Version}}
-{{with .Endpoint}}controlPlaneEndpoint: {{.}}
+{{with .ImageRepository}}imageRepository: {{.}}
+{{end}}{{with .Endpoint}}controlPlaneEndpoint: {{.}}
 {{end}}networking:
   podSubnet: {{.Pods}}
   serviceSubnet: {{.Services}}
@@ -152,6 +155,15 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:
 {{range $k, $v := evictionHard}}  {{$k}}: {{$v}}
+{{end}}{{if .Addons}}---
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
 {{end}}{{end}}{{define "join"}}apiVersion: kubeadm.k8s.io/v1beta4
 kind: JoinConfiguration
 discovery:
@@ -184,6 +196,21 @@ type InitOptions struct {
 	// under which it uploads the control plane's certificates (kubeadm's
 	// --upload-certs), for the nodes that join.
 	Join *JoinSecrets
+	// ImageRepository is the ClusterConfiguration's imageRepository, from
+	// which kubeadm names every image (empty: kubeadm's, registry.k8s.io):
+	// an air-gapped cluster's is the air-gap bundle's.
+	ImageRepository string
+	// Addons runs kubeadm's kube-proxy and CoreDNS addons, which need
+	// their images (the air-gap bundle has them); without, init skips
+	// both. kube-proxy runs in iptables mode without conntrack sysctls, as
+	// the nodes' own (kubeProxyConfig), and CoreDNS's Corefile forwards
+	// nothing, as DeployDNS's: its phase runs after init, once that
+	// Corefile is in place.
+	Addons bool
+	// PullIfNotPresent is kubeadm's default pull policy, where a node
+	// otherwise never pulls: kubeadm's preflight and the kubelet pull
+	// what the node lacks, which with Config.Offline the registry logs.
+	PullIfNotPresent bool
 }
 
 // JoinSecrets are what a node needs besides the endpoint to join a
@@ -223,7 +250,7 @@ type JoinOptions struct {
 
 // kubeadmValues are the template's values for the node.
 func (n *Node) kubeadmValues() map[string]any {
-	return map[string]any{"IP": n.IP.String(), "Name": n.Name, "Socket": n.Socket(), "Patches": n.PatchesDir()}
+	return map[string]any{"IP": n.IP.String(), "Name": n.Name, "Socket": n.Socket(), "Patches": n.PatchesDir(), "PullPolicy": "Never"}
 }
 
 func (n *Node) initValues(opts InitOptions) map[string]any {
@@ -231,6 +258,10 @@ func (n *Node) initValues(opts InitOptions) map[string]any {
 	values["Version"], values["Endpoint"], values["Join"] = opts.Version, opts.ControlPlaneEndpoint, opts.Join
 	values["Pods"], values["Services"] = n.cluster.cfg.Layout.Pods.String(), n.cluster.cfg.Layout.Services.String()
 	values["AdmissionPlugins"] = strings.Join(opts.AdmissionPlugins, ",")
+	values["ImageRepository"], values["Addons"] = opts.ImageRepository, opts.Addons
+	if opts.PullIfNotPresent {
+		values["PullPolicy"] = "IfNotPresent"
+	}
 	return values
 }
 
@@ -242,8 +273,9 @@ func (n *Node) joinValues(opts JoinOptions) map[string]any {
 
 // KubeadmInit runs `kubeadm init` on the node, as opts says. The kubelet
 // is started once kubeadm has written its configuration, as systemd would
-// start it; kube-proxy and CoreDNS are left out (their addons need a
-// kube-proxy image, which is not built). It returns kubeadm's output.
+// start it; kube-proxy and CoreDNS are left out unless opts.Addons (the
+// node images have no kube-proxy: the air-gap bundle has). It returns
+// kubeadm's output.
 func (n *Node) KubeadmInit(ctx context.Context, opts InitOptions) (string, error) {
 	config, err := n.writeKubeadmConfig("init", n.initValues(opts), opts.APIServerImage)
 	if err != nil {
@@ -253,7 +285,36 @@ func (n *Node) KubeadmInit(ctx context.Context, opts InitOptions) (string, error
 	if opts.Join != nil {
 		args = append(args, "--upload-certs")
 	}
-	return n.kubeadmStartingKubelet(ctx, args...)
+	out, err := n.kubeadmStartingKubelet(ctx, args...)
+	if err != nil || !opts.Addons {
+		return out, err
+	}
+	more, err := n.kubeadmCoreDNS(ctx, config)
+	return out + more, err
+}
+
+// kubeadmCoreDNS runs kubeadm init's CoreDNS phase with config, once the
+// Corefile that forwards nothing is in place (kubeadm keeps a Corefile
+// that is not its default): kubeadm's own forwards to the node's
+// resolv.conf, the cluster's DNS, which CoreDNS's loop plugin finds and
+// stops on.
+func (n *Node) kubeadmCoreDNS(ctx context.Context, config string) (string, error) {
+	admin, err := clientcmd.BuildConfigFromFlags("", filepath.Join(n.KubeadmDir(), "admin.conf"))
+	if err != nil {
+		return "", err
+	}
+	client, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return "", err
+	}
+	if err := applyCorefile(ctx, client, kubeadmapiv1.DefaultServiceDNSDomain); err != nil {
+		return "", err
+	}
+	out, err := n.kubeadm(ctx, "init", "phase", "addon", "coredns", "--config="+config, "--v=1").CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubeadm init phase addon coredns: %w", err)
+	}
+	return string(out), nil
 }
 
 // KubeadmJoin runs `kubeadm join` on the node, as a worker or, with

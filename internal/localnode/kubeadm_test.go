@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	"k8s.io/kubernetes/cmd/kubeadm/app/componentconfigs"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 )
 
@@ -53,8 +55,28 @@ func TestKubeadmConfigurations(t *testing.T) {
 			t.Errorf("a control plane of one has endpoint %q, certificate key %q", cfg.ControlPlaneEndpoint, cfg.CertificateKey)
 		}
 		wantNode(t, c.Nodes[0], cfg.NodeRegistration, cfg.Patches)
+		if !slices.Equal(cfg.SkipPhases, []string{"addon/kube-proxy", "addon/coredns"}) || cfg.ImageRepository != "registry.k8s.io" {
+			t.Errorf("skipPhases %v, imageRepository %q", cfg.SkipPhases, cfg.ImageRepository)
+		}
 		if got := cfg.APIServer.ExtraArgs; len(got) != 1 || got[0].Value != "NodeRestriction,PodSecurityPolicy" {
 			t.Errorf("apiServer.extraArgs = %v", got)
+		}
+	})
+	t.Run("init air-gapped, with the addons", func(t *testing.T) {
+		data := render(t, "init", c.Nodes[0].initValues(InitOptions{Version: "v1.37.2", ImageRepository: "turnstile-k8s", Addons: true, PullIfNotPresent: true}))
+		cfg, err := configutil.BytesToInitConfiguration(data, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ImageRepository != "turnstile-k8s" || cfg.NodeRegistration.ImagePullPolicy != "IfNotPresent" {
+			t.Errorf("imageRepository %q, imagePullPolicy %q", cfg.ImageRepository, cfg.NodeRegistration.ImagePullPolicy)
+		}
+		// CoreDNS's phase runs after init, once its Corefile is in place.
+		if !slices.Equal(cfg.SkipPhases, []string{"addon/coredns"}) {
+			t.Errorf("skipPhases %v, want kube-proxy's addon to run", cfg.SkipPhases)
+		}
+		if _, ok := cfg.ComponentConfigs[componentconfigs.KubeProxyGroup]; !ok || !strings.Contains(string(data), "maxPerCore: 0") {
+			t.Errorf("no KubeProxyConfiguration without conntrack sysctls:\n%s", data)
 		}
 	})
 	t.Run("init behind a balancer", func(t *testing.T) {

@@ -62,7 +62,10 @@ const (
 var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // newRegistry indexes the tarballs' images; a later tarball's image
-// replaces an earlier one's of the same name, as in importImages.
+// replaces an earlier one's of the same name, as in importImages. With no
+// tarball, it serves nothing and stands in for docker.io, registry.k8s.io
+// and, for containerd 1.7 and later, every other registry (the hosts
+// directory's _default), so that any pull reaches it and is logged.
 // It logs each request to logFile, which close closes.
 func newRegistry(tarballs []string, logFile io.WriteCloser) (*registry, error) {
 	r := &registry{manifests: map[string][]byte{}, blobs: map[string]blob{}, log: log.New(logFile, "", log.LstdFlags), logFile: logFile}
@@ -96,6 +99,11 @@ func newRegistry(tarballs []string, logFile io.WriteCloser) (*registry, error) {
 				r.manifests[tag.RepositoryStr()+":"+digest] = m
 			}
 		}
+	}
+	if len(tarballs) == 0 {
+		// An offline run's: every registry an image of a kubeadm
+		// cluster comes from, serving nothing.
+		hosts = map[string]bool{"docker.io": true, "registry.k8s.io": true, "_default": true}
 	}
 	for h := range hosts {
 		r.hosts = append(r.hosts, h)
@@ -260,7 +268,7 @@ func (r *registry) respond(w http.ResponseWriter, req *http.Request) int {
 		repo, ref := path[:i], path[i+len("/manifests/"):]
 		m, ok := r.manifests[repo+":"+ref]
 		if !ok {
-			return registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", fmt.Sprintf("no image %s:%s here: the nodes' registry serves only the images of their tarballs", repo, ref))
+			return registryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", fmt.Sprintf("no image %s:%s here: the nodes' registry serves only the images of their tarballs (none when the run is offline)", repo, ref))
 		}
 		w.Header().Set("Content-Type", mediaTypeManifest)
 		w.Header().Set("Docker-Content-Digest", fmt.Sprintf("sha256:%x", sha256.Sum256(m)))

@@ -162,3 +162,46 @@ func TestRegistryRefusesAmbiguousNames(t *testing.T) {
 		t.Errorf("got %v, want an error naming library/nginx:1.27", err)
 	}
 }
+
+// An offline run's registry serves nothing, stands in for kubeadm's
+// registries and every other (containerd's _default), and logs each pull.
+func TestOfflineRegistry(t *testing.T) {
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "registry.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRegistry(nil, logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.serve(netip.MustParseAddr("127.0.0.1")); err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	if got := strings.Join(r.hosts, " "); got != "_default docker.io registry.k8s.io" {
+		t.Errorf("hosts %q", got)
+	}
+	resp, err := http.Get("http://" + r.addr + "/v2/pause/manifests/3.10.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The request is logged once answered.
+	var log []byte
+	for range 50 {
+		if log, _ = os.ReadFile(logFile.Name()); strings.Contains(string(log), "GET /v2/pause/manifests/3.10.2 404") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(log), "GET /v2/pause/manifests/3.10.2 404") {
+		t.Errorf("status %d, log %q", resp.StatusCode, log)
+	}
+	hosts := t.TempDir()
+	if err := r.writeHostsDir(hosts); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(hosts, "_default", "hosts.toml")); err != nil || !strings.Contains(string(data), `server = "http://`+r.addr+`"`) {
+		t.Errorf("_default/hosts.toml: %v\n%s", err, data)
+	}
+}

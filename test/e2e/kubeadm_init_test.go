@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
@@ -36,8 +37,8 @@ func TestKubeadmInitForReal(t *testing.T) {
 	apiserverImage := imageName(t, apiserverTar)
 	// The e2e binaries are stamped as upstream's, so this is the pinned release.
 	kubernetesVersion := version.Get().GitVersion
-	h := newKubeadmHost(t, filepath.Dir(kubeadm), kubeadmHostImages(images, []string{images}, apiserverTar),
-		kubernetesVersion, apiserverImage, []string{"NodeRestriction", "DenyExecOnPrivileged"})
+	h := newKubeadmHost(t, localnode.Config{Bin: filepath.Dir(kubeadm), Images: kubeadmHostImages(images, []string{images}, apiserverTar)},
+		localnode.InitOptions{Version: kubernetesVersion, APIServerImage: apiserverImage, AdmissionPlugins: []string{"NodeRestriction", "DenyExecOnPrivileged"}})
 	ctx, client, n := t.Context(), h.client, h.node
 
 	t.Run("the control plane runs as static pods, the apiserver ours", func(t *testing.T) {

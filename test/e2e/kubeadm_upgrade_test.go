@@ -93,7 +93,8 @@ func TestKubeadmUpgradeForReal(t *testing.T) {
 
 func upgradeWithPodSecurityPolicy(t *testing.T, e upgradeEnv) {
 	fromImage, toImage := imageName(t, e.fromAPIServerTar), imageName(t, e.toAPIServerTar)
-	h := newKubeadmHost(t, e.fromBin, e.images(), e.fromVersion, fromImage, []string{"NodeRestriction", "PodSecurityPolicy"})
+	h := newKubeadmHost(t, localnode.Config{Bin: e.fromBin, Images: e.images()},
+		localnode.InitOptions{Version: e.fromVersion, APIServerImage: fromImage, AdmissionPlugins: []string{"NodeRestriction", "PodSecurityPolicy"}})
 	ctx := t.Context()
 	// The policies and grants first: until they exist the plugin refuses
 	// every pod, the control plane's mirror pods among them.
@@ -141,7 +142,8 @@ func upgradeWithPodSecurityPolicy(t *testing.T, e upgradeEnv) {
 func upgradeVanillaToTurnstile(t *testing.T, e upgradeEnv) {
 	toImage := imageName(t, e.toAPIServerTar)
 	vanilla := "registry.k8s.io/kube-apiserver:" + kubeadmutil.KubernetesVersionToImageTag(e.fromVersion)
-	h := newKubeadmHost(t, e.fromBin, e.images(), e.fromVersion, "", []string{"NodeRestriction"})
+	h := newKubeadmHost(t, localnode.Config{Bin: e.fromBin, Images: e.images()},
+		localnode.InitOptions{Version: e.fromVersion, AdmissionPlugins: []string{"NodeRestriction"}})
 	ctx := t.Context()
 	h.waitStaticPods(t, h.node.Name, map[string]string{"kube-apiserver": vanilla})
 	if v, err := h.client.Discovery().ServerVersion(); err != nil || v.GitVersion != e.fromVersion {

@@ -84,13 +84,12 @@ func imageName(t *testing.T, path string) string {
 	return manifest[0].RepoTags[0]
 }
 
-// newKubeadmHost runs `kubeadm init` for version on a new node that runs
-// kubeadm and the kubelet from bin and has images imported, with
-// apiserverImage as the kube-apiserver (empty: upstream's, as kubeadm
-// names it) and admissionPlugins enabled, and waits for the node to be
-// Ready. Whatever fails, the node is removed when the test ends; reset
-// checks that kubeadm reset and the removal leave the host as it was.
-func newKubeadmHost(t *testing.T, bin string, images []string, version, apiserverImage string, admissionPlugins []string) *kubeadmHost {
+// newKubeadmHost runs `kubeadm init` as init says on a new node as cfg
+// says (its Bin runs kubeadm and the kubelet, its Images are imported;
+// newKubeadmHost fills in the rest), and waits for the node to be Ready.
+// Whatever fails, the node is removed when the test ends; reset checks
+// that kubeadm reset and the removal leave the host as it was.
+func newKubeadmHost(t *testing.T, cfg localnode.Config, init localnode.InitOptions) *kubeadmHost {
 	t.Helper()
 	h := &kubeadmHost{before: hostSnapshot(t)}
 	var err error
@@ -104,8 +103,9 @@ func newKubeadmHost(t *testing.T, bin string, images []string, version, apiserve
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.cluster, err = localnode.Prepare(localnode.Config{Dir: h.dir, Bin: bin, Images: images, Nodes: 1, Layout: layout,
-		Progress: func(format string, args ...any) { t.Logf(format, args...) }})
+	cfg.Dir, cfg.Nodes, cfg.Layout = h.dir, 1, layout
+	cfg.Progress = func(format string, args ...any) { t.Logf(format, args...) }
+	h.cluster, err = localnode.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +119,11 @@ func newKubeadmHost(t *testing.T, bin string, images []string, version, apiserve
 	if err := h.node.StartKubeadm(ctx); err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.node.KubeadmInit(ctx, localnode.InitOptions{Version: version, APIServerImage: apiserverImage, AdmissionPlugins: admissionPlugins})
+	out, err := h.node.KubeadmInit(ctx, init)
 	if err != nil || !strings.Contains(out, "Your Kubernetes control-plane has initialized successfully!") {
 		t.Fatalf("kubeadm init: %v\n%s\nlogs: %s", err, out, tailLogs(h.dir))
 	}
-	t.Logf("kubeadm init %s succeeded:\n%s", version, lastLines(out, 12))
+	t.Logf("kubeadm init %s succeeded:\n%s", init.Version, lastLines(out, 12))
 	h.kubeadmClient = newKubeadmClient(t, filepath.Join(h.node.KubeadmDir(), "admin.conf"))
 	if err := h.node.WaitNetwork(ctx, h.client); err != nil {
 		t.Fatal(err)

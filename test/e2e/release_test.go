@@ -49,6 +49,11 @@ var releaseKubectlPSPPlatforms = func() []string {
 	return []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64", "windows/arm64"}
 }()
 
+// releaseAirGap reports whether the release under test has air-gap bundles
+// (TURNSTILE_RELEASE_AIRGAP, which make test-release sets; make test-e2e's
+// release is made without them, AIRGAP=).
+var releaseAirGap = os.Getenv("TURNSTILE_RELEASE_AIRGAP") != ""
+
 // releasesArm64 reports whether the release under test has an arm64 build.
 func releasesArm64() bool { return slices.Contains(releasePlatforms, "linux/arm64") }
 
@@ -69,6 +74,9 @@ func TestRelease(t *testing.T) {
 	for _, p := range releasePlatforms {
 		p = strings.ReplaceAll(p, "/", "-")
 		want = append(want, "kube-apiserver-"+p, "kube-apiserver-"+p+".spdx.json", "kube-apiserver-"+p+".provenance.json", "kube-apiserver-"+tag+"-"+p+".tar")
+		if releaseAirGap {
+			want = append(want, "airgap-images-"+p+".oci.tar", "airgap-images-"+p+".txt")
+		}
 	}
 	want = append(want, "psp.yaml")
 	for _, p := range releaseKubectlPSPPlatforms {
@@ -98,6 +106,38 @@ func TestRelease(t *testing.T) {
 		out, err = exec.Command(qemu, filepath.Join(dir, "kube-apiserver-linux-arm64"), "--version").Output()
 		if err != nil || strings.TrimSpace(string(out)) != "Kubernetes "+version {
 			t.Errorf("arm64 --version under %s: %q, %v; want Kubernetes %s", qemu, out, err, version)
+		}
+	})
+
+	t.Run("air-gap bundles", func(t *testing.T) {
+		if !releaseAirGap {
+			t.Skip("this release has no air-gap bundle (make test-e2e's); make test-release checks them")
+		}
+		for _, p := range releasePlatforms {
+			base := "airgap-images-" + strings.ReplaceAll(p, "/", "-")
+			list := readAirGapList(t, filepath.Join(dir, base+".txt"))
+			files := untar(t, filepath.Join(dir, base+".oci.tar"))
+			var top ociIndex
+			mustUnmarshal(t, files["index.json"], &top)
+			if len(top.Manifests) != len(list) {
+				t.Fatalf("%s: index.json lists %d images, the list %d", base, len(top.Manifests), len(list))
+			}
+			for i, m := range top.Manifests {
+				if name := m.Annotations["io.containerd.image.name"]; name != list[i].name || m.Digest != list[i].digest {
+					t.Errorf("%s: image %d is %s at %s; the list says %s at %s", base, i, name, m.Digest, list[i].name, list[i].digest)
+				}
+				var manifest struct{ Config struct{ Digest string } }
+				mustUnmarshal(t, blob(t, files, m.Digest), &manifest)
+				var config imageConfig
+				mustUnmarshal(t, blob(t, files, manifest.Config.Digest), &config)
+				if config.OS+"/"+config.Architecture != p {
+					t.Errorf("%s: %s is for %s/%s", base, list[i].name, config.OS, config.Architecture)
+				}
+			}
+			// Ours is the release's image of that platform, under kubeadm's name and the release's tag.
+			if first, last := list[0], list[len(list)-1]; !strings.HasSuffix(last.name, "/kube-apiserver:"+tag) || first.digest != last.digest {
+				t.Errorf("%s: kube-apiserver %s, the release's %s", base, first, last)
+			}
 		}
 	})
 
@@ -226,7 +266,11 @@ func TestRelease(t *testing.T) {
 
 	t.Run("a second build is byte-identical", func(t *testing.T) {
 		again := t.TempDir()
-		cmd := exec.Command("make", "-C", "../..", "--no-print-directory", "release", "ALLOW_DIRTY=1", "RELEASE_DIR="+again, "RELEASE_LINES=",
+		airgap := ""
+		if releaseAirGap {
+			airgap = "1"
+		}
+		cmd := exec.Command("make", "-C", "../..", "--no-print-directory", "release", "ALLOW_DIRTY=1", "RELEASE_DIR="+again, "RELEASE_LINES=", "AIRGAP="+airgap,
 			"PLATFORMS="+strings.Join(releasePlatforms, " "), "KUBECTL_PSP_PLATFORMS="+strings.Join(releaseKubectlPSPPlatforms, " "))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("make release: %v\n%s", err, out)

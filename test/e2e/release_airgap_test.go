@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distribution/reference"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/version"
+
+	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
+	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
+)
+
+// The air-gap bundle as an operator installs it where no registry can be
+// reached: the release's bundle for this machine's platform is imported
+// into a new node's containerd, whose registries are the run's own, which
+// serves nothing and logs every request, with containerd's sandbox image
+// the bundle's pause; then `kubeadm init` from it, with the bundle's image
+// repository, kubeadm's default pull policy (IfNotPresent: preflight and
+// the kubelet pull whatever the node lacks) and both addons. The node is
+// Ready; every pod of the control plane, kube-proxy and CoreDNS runs an
+// image the bundle's list names, which containerd holds with the list's
+// digest; CoreDNS, which reaches the
+// apiserver through kube-proxy's Service rules, answers for the cluster;
+// and the registry's log is empty. Last, a pod of an image the bundle lacks
+// shows that a pull would have been in the log. make test-release runs it
+// as root.
+func TestReleaseAirGap(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the node creates network namespaces, a bridge, cgroups and mounts (make test-release runs it)")
+	}
+	dir := releaseDir(t)
+	base := filepath.Join(dir, oci.AirGapArchive("linux", runtime.GOARCH))
+	if _, err := os.Stat(base + ".oci.tar"); err != nil {
+		t.Skip("no air-gap bundle in the release: make release builds one (AIRGAP= leaves it out, as make test-e2e's does); make test-release runs this")
+	}
+	list := readAirGapList(t, base+".txt")
+	kubeadm, err := framework.Binary("kubeadm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The e2e binaries are stamped as upstream's: this is the release's Kubernetes version.
+	kubernetesVersion := version.Get().GitVersion
+	apiserver, err := reference.ParseNormalizedNamed(list[0].name)
+	if err != nil || !strings.HasSuffix(reference.Path(apiserver), "/kube-apiserver") {
+		t.Fatalf("the list's first image is not kube-apiserver: %v, %s", err, list[0].name)
+	}
+	// turnstile-k8s, as an operator gives it to kubeadm.
+	repository := path.Dir(reference.FamiliarName(apiserver))
+	digest := map[string]string{}
+	var pause string
+	for _, img := range list {
+		digest[img.name] = img.digest
+		if strings.Contains(img.name, "/pause:") {
+			pause = img.name
+		}
+	}
+
+	t.Run("the list is what kubeadm names, and ours", func(t *testing.T) {
+		out, err := exec.Command(kubeadm, "config", "images", "list", "--image-repository", repository, "--kubernetes-version", kubernetesVersion).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubeadm config images list: %v\n%s", err, out)
+		}
+		var want []string
+		for _, line := range strings.Fields(string(out)) {
+			ref, err := reference.ParseDockerRef(line)
+			if err != nil {
+				t.Fatalf("kubeadm config images list: %q: %v", line, err)
+			}
+			want = append(want, ref.String())
+		}
+		var got []string
+		for _, img := range list {
+			got = append(got, img.name)
+		}
+		// The last is ours under the release's own tag.
+		if !slices.Equal(got[:len(got)-1], want) || !strings.Contains(got[len(got)-1], "/kube-apiserver:v") || digest[got[0]] != digest[got[len(got)-1]] {
+			t.Errorf("the bundle's list:\n  %s\nkubeadm config images list (%s, %s):\n  %s\nand ours under its own tag, the same digest",
+				strings.Join(got, "\n  "), repository, kubernetesVersion, strings.Join(want, "\n  "))
+		}
+	})
+
+	h := newKubeadmHost(t, localnode.Config{Bin: filepath.Dir(kubeadm), Images: []string{base + ".oci.tar"}, Offline: true, SandboxImage: pause},
+		localnode.InitOptions{Version: kubernetesVersion, ImageRepository: repository, Addons: true, PullIfNotPresent: true,
+			AdmissionPlugins: []string{"NodeRestriction"}})
+	ctx, client := t.Context(), h.client
+	registryLog := filepath.Join(h.dir, "logs", "registry.log")
+	describePods := func() string {
+		out, _ := h.run("-n", "kube-system", "describe", "pods")
+		return lastLines(out, 80)
+	}
+
+	t.Run("the control plane and both addons run the bundle's images", func(t *testing.T) {
+		h.waitStaticPods(t, h.node.Name, nil)
+		if v, err := client.Discovery().ServerVersion(); err != nil || !strings.Contains(v.GitVersion, "+turnstile.") {
+			t.Errorf("/version: %+v, %v; want Turnstile's", v, err)
+		}
+		if err := h.cluster.WaitDNS(ctx, client); err != nil {
+			t.Fatalf("CoreDNS: %v\n%s", err, describePods())
+		}
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			ds, err := client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+			return err == nil && ds.Status.DesiredNumberScheduled == 1 && ds.Status.NumberReady == 1, nil
+		})
+		if err != nil {
+			t.Fatalf("kube-proxy's DaemonSet is not ready: %v\n%s", err, describePods())
+		}
+		pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, p := range pods.Items {
+			for _, c := range p.Status.ContainerStatuses {
+				if _, ok := digest[c.Image]; !ok {
+					t.Errorf("pod %s runs %s, which the bundle's list does not name", p.Name, c.Image)
+				}
+				seen[path.Base(strings.Split(c.Image, ":")[0])] = true
+			}
+		}
+		// An imported image has no repository digest for the kubelet to
+		// report (its imageID is the configuration's digest): containerd
+		// keeps each under its name with the list's manifest digest.
+		out, err := exec.Command("ctr", "--address", h.node.Socket(), "--namespace", "k8s.io", "images", "ls").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ctr images ls: %v\n%s", err, out)
+		}
+		imported := map[string]string{}
+		for _, line := range strings.Split(string(out), "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 2 {
+				imported[f[0]] = f[2]
+			}
+		}
+		for name, d := range digest {
+			if imported[name] != d {
+				t.Errorf("containerd has %s at %q; the bundle's list says %s\n%s", name, imported[name], d, out)
+			}
+		}
+		for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kube-proxy", "coredns"} {
+			if !seen[component] {
+				t.Errorf("no pod runs the bundle's %s", component)
+			}
+		}
+	})
+
+	t.Run("CoreDNS answers for the cluster", func(t *testing.T) {
+		pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+		if err != nil || len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
+			t.Fatalf("CoreDNS's pods: %v, %+v", err, pods)
+		}
+		svc, err := client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The pod range is routed from the host: ask a CoreDNS pod itself.
+		resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(pods.Items[0].Status.PodIP, "53"))
+		}}
+		lookup, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		addrs, err := resolver.LookupHost(lookup, "kubernetes.default.svc.cluster.local")
+		if err != nil || !slices.Equal(addrs, []string{svc.Spec.ClusterIP}) {
+			t.Errorf("kubernetes.default.svc.cluster.local from CoreDNS: %v, %v; want %s", addrs, err, svc.Spec.ClusterIP)
+		}
+	})
+
+	t.Run("nothing was pulled", func(t *testing.T) {
+		if data, err := os.ReadFile(registryLog); err != nil || len(data) > 0 {
+			t.Errorf("the registry's log (%s), which must be empty: %v\n%s", registryLog, err, data)
+		}
+	})
+
+	t.Run("a pull would have been logged", func(t *testing.T) {
+		// An image the bundle lacks: the kubelet pulls it, from the run's
+		// registry, which has nothing.
+		missing := "registry.k8s.io/pause:not-in-the-bundle"
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pulls", Namespace: "kube-system"}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: missing, ImagePullPolicy: corev1.PullIfNotPresent}},
+		}}
+		if _, err := client.CoreV1().Pods("kube-system").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var data []byte
+		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
+			data, _ = os.ReadFile(registryLog)
+			return strings.Contains(string(data), "/v2/pause/manifests/"), nil
+		})
+		if err != nil {
+			t.Errorf("the kubelet's pull of %s is not in the registry's log: %v\n%s", missing, err, data)
+		}
+		if err := client.CoreV1().Pods("kube-system").Delete(ctx, "pulls", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Error(err)
+		}
+	})
+
+	h.reset(t)
+}
+
+// airGapImage is one line of a bundle's image list.
+type airGapImage struct{ name, digest string }
+
+// readAirGapList reads a bundle's image list, NAME@DIGEST a line.
+func readAirGapList(t *testing.T, file string) []airGapImage {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []airGapImage
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		name, digest, ok := strings.Cut(line, "@")
+		if !ok || !strings.HasPrefix(digest, "sha256:") {
+			t.Fatalf("%s: %q is not NAME@sha256:DIGEST", file, line)
+		}
+		list = append(list, airGapImage{name, digest})
+	}
+	if len(list) < 2 {
+		t.Fatalf("%s lists %d images", file, len(list))
+	}
+	return list
+}
