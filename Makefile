@@ -149,8 +149,10 @@ release: $(BIN)/release $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) $(if $(RELEAS
 		-kubectl-psp-dir "$$psp" -kubectl-psp-platforms "$(subst $(space),$(comma),$(strip $(KUBECTL_PSP_PLATFORMS)))" \
 		-repository $(IMAGE_REPOSITORY) $(if $(ALLOW_DIRTY),-allow-dirty) $(if $(FIPS),-fips) \
 		$(if $(RELEASE_AIRGAP),-airgap $(AIRGAP_DIR))
-	$(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign sign-blob --key $(RELEASE_SIGNING_KEY) --tlog-upload=false --use-signing-config=false --yes \
-		--bundle $(RELEASE_DIR)/SHA256SUMS.sigstore.json $(RELEASE_DIR)/SHA256SUMS)
+	# SHA256SUMS, and each air-gap bundle's image list for whoever carries a
+	# bundle alone, signed as Sigstore bundles beside them.
+	$(if $(RELEASE_SIGNING_KEY),for f in $(RELEASE_DIR)/SHA256SUMS $(if $(RELEASE_AIRGAP),$(RELEASE_DIR)/airgap-images-*.txt); do \
+		$(BIN)/cosign sign-blob --key $(RELEASE_SIGNING_KEY) --tlog-upload=false --use-signing-config=false --yes --bundle $$f.sigstore.json $$f || exit 1; done)
 	$(if $(LINE_GOFLAGS),,@for l in $(RELEASE_LINES); do \
 		$(MAKE) --no-print-directory release LINE=$$l KUBECTL_PSP_PLATFORMS= RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release$(FIPS_SUFFIX)) || exit 1; done)
 

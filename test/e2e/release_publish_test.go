@@ -46,26 +46,37 @@ func TestReleasePublish(t *testing.T) {
 	}
 	offline := []string{"--key", pub, "--insecure-ignore-tlog=true"}
 
-	t.Run("SHA256SUMS is signed", func(t *testing.T) {
-		bundle := filepath.Join(dir, "SHA256SUMS.sigstore.json")
-		if out, err := cosign(append([]string{"verify-blob", "--bundle", bundle}, append(offline, filepath.Join(dir, "SHA256SUMS"))...)...); err != nil {
-			t.Fatalf("cosign verify-blob SHA256SUMS: %v\n%s", err, out)
+	// Each signed file (SHA256SUMS; each air-gap bundle's image list,
+	// when the release has bundles) passes verify-blob, and fails it with
+	// a byte of the file or of its signature changed.
+	signed := []string{"SHA256SUMS"}
+	if releaseAirGap {
+		for _, p := range releasePlatforms {
+			signed = append(signed, "airgap-images-"+strings.ReplaceAll(p, "/", "-")+".txt")
 		}
-		planted := t.TempDir()
-		sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sums[0] ^= 1
-		mustWriteFile(t, filepath.Join(planted, "SHA256SUMS"), sums)
-		if out, err := cosign(append([]string{"verify-blob", "--bundle", bundle}, append(offline, filepath.Join(planted, "SHA256SUMS"))...)...); err == nil || !strings.Contains(out, "invalid signature") {
-			t.Errorf("cosign verify-blob on SHA256SUMS with a byte changed: %v, want it to fail with an invalid signature:\n%s", err, out)
-		}
-		signature := plantedSignature(t, bundle)
-		if out, err := cosign(append([]string{"verify-blob", "--bundle", signature}, append(offline, filepath.Join(dir, "SHA256SUMS"))...)...); err == nil || !strings.Contains(out, "invalid signature") {
-			t.Errorf("cosign verify-blob with a byte of the signature changed: %v, want it to fail with an invalid signature:\n%s", err, out)
-		}
-	})
+	}
+	for _, name := range signed {
+		t.Run(name+" is signed", func(t *testing.T) {
+			bundle := filepath.Join(dir, name+".sigstore.json")
+			if out, err := cosign(append([]string{"verify-blob", "--bundle", bundle}, append(offline, filepath.Join(dir, name))...)...); err != nil {
+				t.Fatalf("cosign verify-blob %s: %v\n%s", name, err, out)
+			}
+			planted := t.TempDir()
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[0] ^= 1
+			mustWriteFile(t, filepath.Join(planted, name), data)
+			if out, err := cosign(append([]string{"verify-blob", "--bundle", bundle}, append(offline, filepath.Join(planted, name))...)...); err == nil || !strings.Contains(out, "invalid signature") {
+				t.Errorf("cosign verify-blob on %s with a byte changed: %v, want it to fail with an invalid signature:\n%s", name, err, out)
+			}
+			signature := plantedSignature(t, bundle)
+			if out, err := cosign(append([]string{"verify-blob", "--bundle", signature}, append(offline, filepath.Join(dir, name))...)...); err == nil || !strings.Contains(out, "invalid signature") {
+				t.Errorf("cosign verify-blob with a byte of %s's signature changed: %v, want it to fail with an invalid signature:\n%s", name, err, out)
+			}
+		})
+	}
 
 	registry, requests := startRegistry(t)
 	repo := registry + "/turnstile"
