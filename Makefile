@@ -96,6 +96,14 @@ RELEASE_SIGNING_KEY ?=
 # Where make publish pushes: host[:port][/path], the image being
 # $(REGISTRY)/kube-apiserver.
 REGISTRY ?=
+# make release's air-gap bundles (docs/release.md): for each platform, every
+# image kubeadm names for the release under IMAGE_REPOSITORY, ours the
+# kube-apiserver, staged in AIRGAP_DIR. AIRGAP= leaves them out (make
+# test-e2e's release does: make test-release checks them); a FIPS release
+# has none, its other images not being built with the FIPS module.
+AIRGAP ?= 1
+RELEASE_AIRGAP := $(if $(FIPS),,$(AIRGAP))
+AIRGAP_DIR := $(OUT)/airgap
 
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
 ADMISSION_PLUGINS ?=
@@ -156,17 +164,11 @@ release: $(BIN)/release $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) $(if $(RELEAS
 	$(if $(LINE_GOFLAGS),,@for l in $(RELEASE_LINES); do \
 		$(MAKE) --no-print-directory release LINE=$$l KUBECTL_PSP_PLATFORMS= RELEASE_DIR=$(if $(filter command line,$(origin RELEASE_DIR)),$(RELEASE_DIR)/lines/$$l,_output/lines/$$l/release$(FIPS_SUFFIX)) || exit 1; done)
 
-# The air-gap bundles (docs/release.md): for each platform, every image
-# kubeadm names for the release under IMAGE_REPOSITORY, ours the
-# kube-apiserver. The other six are built here as make tools and make
-# node-images build them, cross-compiled (pause with Debian's cross gcc),
-# into AIRGAP_DIR/<os>-<arch>, and made images by build/nodeimages -airgap;
-# build/release adds ours and writes each bundle. AIRGAP= leaves them out
-# (make test-e2e's release does: make test-release checks them); a FIPS
-# release has none, its other images not being built with the FIPS module.
-AIRGAP ?= 1
-RELEASE_AIRGAP := $(if $(FIPS),,$(AIRGAP))
-AIRGAP_DIR := $(OUT)/airgap
+# The air-gap bundles' images (AIRGAP, above): the six besides ours are
+# built here as make tools and make node-images build them, cross-compiled
+# (pause with Debian's cross gcc), into AIRGAP_DIR/<os>-<arch>, and made
+# images by build/nodeimages -airgap; build/release adds ours and writes
+# each bundle.
 AIRGAP_BINARIES := kube-controller-manager kube-scheduler kube-proxy etcd coredns pause
 .PHONY: airgap-images
 airgap-images: $(BIN)/nodeimages
