@@ -581,6 +581,18 @@ test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registr
 		TURNSTILE_RELEASE_FIPS_DIR=$(CURDIR)/$(RELEASE_DIR)-fips TURNSTILE_RELEASE_AIRGAP=$(AIRGAP) \
 		TURNSTILE_RELEASE_SIGNING_KEY=$(CURDIR)/$(OUT)/test-release-key/cosign.key COSIGN_PASSWORD=test-release \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestRelease' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+	# Each older line's air-gap bundle for this machine, and kubeadm init
+	# from it with that line's kubeadm and kubelet (as root).
+	if [[ $$(id -u) -eq 0 && -n "$(AIRGAP)" ]]; then for l in $(OLDER_LINES); do \
+		$(MAKE) --no-print-directory release LINE=$$l ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)" KUBECTL_PSP_PLATFORMS= && \
+		$(MAKE) --no-print-directory test-release-airgap LINE=$$l || exit 1; done; fi
+
+# make test-release's check of an older line's air-gap bundle (LINE=1.Y), on
+# the release make release LINE=1.Y wrote for this machine.
+.PHONY: test-release-airgap
+test-release-airgap: $(addprefix $(BIN)/,kubeadm kubelet kube-proxy kubectl)
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_AIRGAP=1 \
+		$(GO) test -count=1 -timeout 20m -v -run '^TestReleaseAirGap$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C, one state kept with and without nodes (make test-upgrade: kubeadm upgrade).
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-node: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
