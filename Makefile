@@ -560,7 +560,7 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 # version, and serving with etcd embedded) and both in the image index.
 # Apart from make test, because a cold arm64 cross-build of kube-apiserver
 # takes about 15 minutes on 2 cores.
-test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registry $(NODE_TOOLS)) $(BIN)/image ## make release for both platforms, signed with a test key, checked: checksums, SBOMs, provenance, image index, a byte-identical rebuild, arm64 under qemu; make publish to a registry on loopback, verified with cosign; the air-gap bundle imported on a real node that reaches no registry, and kubeadm init from it with both addons, nothing pulled (as root); and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
+test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registry $(NODE_TOOLS)) $(BIN)/image ## make release for both platforms, signed with a test key, checked: checksums, SBOMs, provenance, image index, a byte-identical rebuild, arm64 under qemu; make publish to a registry on loopback, verified with cosign; the air-gap bundle imported on a real node that reaches no registry, and kubeadm init from it with both addons, nothing pulled, on each line (as root); and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
 	# build/publish's and test/registry's modules, checked here and not by
 	# make verify: their graphs (cosign's, the registry's) are 4 GB and a
 	# minute of downloads on a cold cache, which make test's budget has not.
