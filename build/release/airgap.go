@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/distribution/reference"
@@ -27,9 +26,7 @@ import (
 // airgap-images built in c.airgap (build/nodeimages -airgap), each checked
 // to be there under kubeadm's name and for the platform.
 func releaseAirGap(c config, s *stamp.Stamp, apiserver v1.Image, tag name.Tag, created time.Time, add func(name, platform string) (string, error)) error {
-	// The Kubernetes release the binary is of: v1.37.2 of v1.37.2+turnstile.1.
-	version, _, _ := strings.Cut(s.Version, "+")
-	want, err := oci.AirGapImages(c.repository, version)
+	want, err := oci.AirGapImages(c.repository, s.KubernetesVersion())
 	if err != nil {
 		return err
 	}

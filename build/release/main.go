@@ -191,7 +191,7 @@ func run(c config, progress io.Writer) error {
 	if err != nil {
 		return err
 	}
-	notes := releaseNotes{stamp: first, platforms: c.platforms, tag: tag, digest: digest.String(), artifacts: artifacts, changes: changes, since: since}
+	notes := releaseNotes{stamp: first, platforms: c.platforms, tag: tag, repository: c.repository, digest: digest.String(), artifacts: artifacts, changes: changes, since: since}
 	if err := writeFile(filepath.Join(c.dir, notesFile), notes.write); err != nil {
 		return err
 	}

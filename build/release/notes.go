@@ -20,8 +20,11 @@ type releaseNotes struct {
 	stamp     *stamp.Stamp
 	platforms []string
 	tag       name.Tag
-	digest    string
-	artifacts []artifact
+	// repository is the images' repository as the release was given it
+	// (turnstile-k8s): kubeadm's imageRepository.
+	repository string
+	digest     string
+	artifacts  []artifact
 	// changes are "<short hash> <subject>" lines, newest first; since is
 	// the previous tag, or "" when there is none.
 	changes []string
@@ -60,17 +63,14 @@ func (n releaseNotes) write(w io.Writer) error {
 	p("```")
 	p("")
 	if slices.ContainsFunc(n.artifacts, func(a artifact) bool { return strings.HasPrefix(a.name, "airgap-images-") }) {
-		version, _, _ := strings.Cut(s.Version, "+")
-		// The repository as the release was given it (turnstile-k8s),
-		// kubeadm's imageRepository.
-		repository := n.tag.String()[:strings.LastIndex(n.tag.String(), "/")]
+		version := s.KubernetesVersion()
 		p("## Air-gap install")
 		p("")
 		p("Every image `kubeadm init` and `kubeadm join` run for %s, ours the kube-apiserver, in one archive per platform, with its list of names and digests (`airgap-images-<os>-<arch>.txt`). On each node, with containerd's sandbox image set to the bundle's pause (docs/release.md):", version)
 		p("")
 		p("```sh")
 		p("ctr -n k8s.io images import airgap-images-linux-$(dpkg --print-architecture).oci.tar")
-		p("kubeadm init --image-repository %s --kubernetes-version %s   # nothing is pulled", repository, version)
+		p("kubeadm init --image-repository %s --kubernetes-version %s   # nothing is pulled", n.repository, version)
 		p("```")
 		p("")
 	}

@@ -94,6 +94,14 @@ func Read(path, ldflags string) (*Stamp, error) {
 // Platform is OS/Arch, as in linux/arm64.
 func (s *Stamp) Platform() string { return s.OS + "/" + s.Arch }
 
+// KubernetesVersion is the upstream release the binary is built on, its
+// version without Turnstile's build metadata: v1.37.2 of
+// v1.37.2+turnstile.1, the kubernetesVersion kubeadm names images after.
+func (s *Stamp) KubernetesVersion() string {
+	version, _, _ := strings.Cut(s.Version, "+")
+	return version
+}
+
 // Dep returns the module at path, or false when it is not linked in.
 func (s *Stamp) Dep(path string) (Module, bool) {
 	for _, d := range s.Deps {
