@@ -136,6 +136,7 @@ func propertyPolicies() []*policy.PodSecurityPolicy {
 			p.Spec.SupplementalGroups = policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyMayRunAs, Ranges: ranges}
 		}),
 		variant("no-run-as-group", psptesting.Permissive, func(p *policy.PodSecurityPolicy) { p.Spec.RunAsGroup = nil }),
+		variant("host-network-and-pid", psptesting.Permissive, func(p *policy.PodSecurityPolicy) { p.Spec.HostIPC = false }),
 		variant("fsgroup-must", psptesting.Permissive, func(p *policy.PodSecurityPolicy) {
 			p.Spec.FSGroup = policy.FSGroupStrategyOptions{Rule: policy.FSGroupStrategyMustRunAs, Ranges: ranges}
 		}),
@@ -303,7 +304,7 @@ func randomPod(r *rand.Rand) *api.Pod {
 }
 
 // setRandomPodSC gives the pod a random security context, and sometimes
-// hostPID.
+// some of the host namespaces.
 func setRandomPodSC(r *rand.Rand, spec *api.PodSpec) {
 	switch r.IntN(4) {
 	case 0:
@@ -323,7 +324,9 @@ func setRandomPodSC(r *rand.Rand, spec *api.PodSpec) {
 	maybe(r, func() { sc.SeccompProfile = randomSeccomp(r) })
 	maybe(r, func() { sc.AppArmorProfile = randomAppArmor(r) })
 	maybe(r, func() { sc.Sysctls = []api.Sysctl{{Name: "net/ipv4/ip_local_port_range", Value: "1024 65535"}} })
-	maybe(r, func() { lineapi.SetPodHostNamespaces(spec, lineapi.HostNamespaces{PID: true}) })
+	maybe(r, func() {
+		lineapi.SetPodHostNamespaces(spec, lineapi.HostNamespaces{Network: r.IntN(2) == 0, PID: r.IntN(2) == 0, IPC: r.IntN(2) == 0})
+	})
 }
 
 func randomSC(r *rand.Rand) *api.SecurityContext {
@@ -395,4 +398,44 @@ func maybe(r *rand.Rand, f func()) {
 
 func oneOf[T any](r *rand.Rand, choices ...T) T {
 	return choices[r.IntN(len(choices))]
+}
+
+// TestLenientChecksChangeNothing is a property test of the checks a
+// Provider skips because the policy cannot fail them (lenient): for every
+// pod of the corpus and every policy of the set, Validate must return the
+// same errors, and Admits the same answer, as with no check skipped. The
+// set includes the permissive policy, for which validate skips the most.
+func TestLenientChecksChangeNothing(t *testing.T) {
+	pods := handWrittenPods()
+	r := rand.New(rand.NewPCG(2, 37))
+	for range 1500 {
+		pods = append(pods, randomPod(r))
+	}
+	skipping, failures := 0, 0
+	for _, psp := range propertyPolicies() {
+		pr, err := NewProvider(psp)
+		if err != nil {
+			t.Fatalf("policy %s: %v", psp.Name, err)
+		}
+		if pr.lenient != 0 {
+			skipping++
+		}
+		strict := *pr
+		strict.lenient = 0
+		for _, pod := range pods {
+			s := NewSubject(pod)
+			got, want := pr.Validate(s).ToAggregate(), strict.Validate(s).ToAggregate()
+			if fmt.Sprint(got) != fmt.Sprint(want) || pr.Admits(s) != strict.Admits(s) {
+				if failures++; failures <= 5 {
+					t.Errorf("policy %s: with lenient checks skipped: %v\nwith none skipped: %v\npod: %s", psp.Name, got, want, dump(pod))
+				}
+			}
+		}
+	}
+	if failures > 5 {
+		t.Errorf("%d failures in all", failures)
+	}
+	if skipping == 0 {
+		t.Error("no policy of the set skips a check; the property says nothing")
+	}
 }

@@ -28,8 +28,14 @@ import (
 // Provider applies one PodSecurityPolicy. It is built once per policy
 // version and is safe for concurrent use.
 type Provider struct {
-	name string
-	spec *policy.PodSecurityPolicySpec
+	// defaults and lenient come first, with the name: Mutates reads
+	// defaults of every policy a requester may use, and validate skips
+	// the lenient checks without reading their strategies, each a cache
+	// miss in a loaded apiserver.
+	defaults defaultedFields // the fields MutatePod may fill
+	lenient  check           // the checks the policy cannot fail
+	name     string
+	spec     *policy.PodSecurityPolicySpec
 
 	user                        *user.Strategy
 	runAsGroup                  *group.Strategy // nil: any group
@@ -42,7 +48,6 @@ type Provider struct {
 	volumes                     *volumes.Strategy
 	runtimeClass                *runtimeclass.Strategy
 	procMounts                  []api.ProcMountType
-	defaults                    podFields // the pod-level fields MutatePod may fill
 }
 
 // NewProvider builds the provider of psp. It fails for policies the API
@@ -87,32 +92,102 @@ func NewProvider(psp *policy.PodSecurityPolicy) (*Provider, error) {
 		return nil, err
 	}
 	groupDefault := func(s *group.Strategy) bool { _, ok := s.Default(); return ok }
-	for field, has := range map[podFields]bool{
-		supplementalGroupsField: groupDefault(p.supplementalGroups),
-		fsGroupField:            groupDefault(p.fsGroup),
-		seLinuxField:            p.seLinux.HasDefault(),
-		seccompField:            p.seccomp.HasDefault(),
-		runtimeClassField:       p.runtimeClass.Default() != nil,
+	_, userDefault := p.user.Default()
+	for field, has := range map[defaultedFields]bool{
+		supplementalGroupsField:       groupDefault(p.supplementalGroups),
+		fsGroupField:                  groupDefault(p.fsGroup),
+		seLinuxField:                  p.seLinux.HasDefault(),
+		seccompField:                  p.seccomp.HasDefault(),
+		runtimeClassField:             p.runtimeClass.Default() != nil,
+		runAsUserField:                userDefault,
+		runAsGroupField:               p.runAsGroup != nil && groupDefault(p.runAsGroup),
+		appArmorField:                 p.apparmor.HasDefault(),
+		runAsNonRootField:             p.user.RequiresNonRoot(),
+		readOnlyRootFilesystemField:   spec.ReadOnlyRootFilesystem,
+		allowPrivilegeEscalationField: p.allowPrivilegeEscalation() != nil,
+		capabilitiesField:             p.capabilities.Defaults(),
 	} {
 		if has {
 			p.defaults |= field
 		}
 	}
+	for k, allowsAny := range map[check]bool{
+		fsGroupCheck:                p.fsGroup.AllowsAny(),
+		supplementalGroupsCheck:     p.supplementalGroups.AllowsAny(),
+		seccompCheck:                p.seccomp.AllowsAny(),
+		seLinuxCheck:                p.seLinux.AllowsAny(),
+		hostNamespacesCheck:         spec.HostNetwork && spec.HostPID && spec.HostIPC,
+		runtimeClassCheck:           p.runtimeClass.AllowsAny(),
+		userCheck:                   p.user.AllowsAny(),
+		runAsGroupCheck:             p.runAsGroup == nil || p.runAsGroup.AllowsAny(),
+		appArmorCheck:               p.apparmor.AllowsAny(),
+		capabilitiesCheck:           p.capabilities.AllowsAny(),
+		privilegedCheck:             spec.Privileged,
+		readOnlyRootFilesystemCheck: !spec.ReadOnlyRootFilesystem,
+		privilegeEscalationCheck:    spec.AllowPrivilegeEscalation == nil || *spec.AllowPrivilegeEscalation,
+	} {
+		if allowsAny {
+			p.lenient |= k
+		}
+	}
 	return p, nil
 }
+
+// check is a check of validate that a policy can make impossible to fail
+// (a RunAsAny rule, a wildcard), in the Provider's lenient set: validate
+// skips those. A policy like the documentation's privileged one, which
+// admins' and system pods are admitted by, then reads only the few rules
+// that can still refuse a pod.
+type check uint16
+
+const (
+	fsGroupCheck check = 1 << iota
+	supplementalGroupsCheck
+	seccompCheck // the pod's profile and each container's
+	seLinuxCheck // the pod's options and each container's
+	hostNamespacesCheck
+	runtimeClassCheck
+	userCheck
+	runAsGroupCheck
+	appArmorCheck
+	capabilitiesCheck
+	privilegedCheck
+	readOnlyRootFilesystemCheck
+	privilegeEscalationCheck // refused only where the policy sets allowPrivilegeEscalation false
+)
+
+// strict reports whether the check can fail under the policy.
+func (p *Provider) strict(k check) bool { return p.lenient&k == 0 }
 
 // Name is the policy's name.
 func (p *Provider) Name() string { return p.name }
 
 // Mutates reports whether MutatePod would change the subject's pod. It
 // allocates nothing, so that a request can skip the copy for every policy
-// that takes the pod as it is, and it answers for the pod-level defaults
-// from the policy's and the subject's podFields without reading the
-// strategies: a requester who may use many policies has Mutates asked of
-// each, and in a loaded apiserver reading five strategies per policy was
-// cache misses that cost more than the rest of the plugin.
+// that takes the pod as it is, and it answers from the policy's and the
+// subject's defaultedFields without reading the strategies or the pod: a
+// requester who may use many policies has Mutates asked of each, and in a
+// loaded apiserver reading five strategies per policy was cache misses
+// that cost more than the rest of the plugin. Only a policy that adds or
+// drops capabilities looks at the containers. TestMutatesAgreesWithMutatePod
+// holds the two to the same answer.
 func (p *Provider) Mutates(s *Subject) bool {
-	return p.defaults&s.unset != 0 || s.seccompFromAnnotation || p.mutateContainers(s.Pod, s.linux, false)
+	if p.defaults&s.unset != 0 || s.seccompFromAnnotation {
+		return true
+	}
+	if !s.linux || p.defaults&capabilitiesField == 0 {
+		return false
+	}
+	for i := range s.containers {
+		var caps *api.Capabilities
+		if sc := s.containers[i].SecurityContext; sc != nil {
+			caps = sc.Capabilities
+		}
+		if p.capabilities.Grows(caps) {
+			return true
+		}
+	}
+	return false
 }
 
 // MutatePod sets the defaults the policy gives to fields the pod leaves
@@ -146,7 +221,7 @@ func (p *Provider) MutatePod(pod *api.Pod) {
 			pod.Spec.RuntimeClassName = rc
 		}
 	}
-	p.mutateContainers(pod, linux, true)
+	p.mutateContainers(pod, linux)
 }
 
 // Mutated returns pod with the policy's defaults applied, leaving pod as it
@@ -192,101 +267,74 @@ func cloneContainers(in []api.Container) []api.Container {
 	return out
 }
 
-// mutateContainers walks the containers' defaults. With write false it
-// stops at the first default that would apply and reports it; with write
-// true it applies them all. One walk serves both, so Mutates cannot
-// disagree with MutatePod about the containers.
-func (p *Provider) mutateContainers(pod *api.Pod, linux, write bool) bool {
-	changed := false
+// mutateContainers sets each container's defaults.
+func (p *Provider) mutateContainers(pod *api.Pod, linux bool) {
 	podutil.VisitContainers(&pod.Spec, podutil.AllContainers, func(c *api.Container, _ podutil.ContainerType) bool {
-		if p.mutateContainer(pod, c, linux, write) {
-			changed = true
-		}
-		return write || !changed
+		p.mutateContainer(pod, c, linux)
+		return true
 	})
-	return changed
 }
 
-// mutateContainer is mutateContainers for one container. runAsUser, runAsGroup,
+// mutateContainer sets one container's defaults. runAsUser, runAsGroup,
 // runAsNonRoot and seLinuxOptions are judged by their effective value (the
 // container's, else the pod's).
-func (p *Provider) mutateContainer(pod *api.Pod, c *api.Container, linux, write bool) bool {
-	changed := false
+func (p *Provider) mutateContainer(pod *api.Pod, c *api.Container, linux bool) {
 	psc := pod.Spec.SecurityContext
 	if linux {
 		if effective(c.SecurityContext, psc, runAsUser) == nil {
 			if uid, ok := p.user.Default(); ok {
-				if !write {
-					return true
-				}
-				containerSC(c).RunAsUser, changed = ptr.To(uid), true
+				containerSC(c).RunAsUser = ptr.To(uid)
 			}
 		}
 		if p.runAsGroup != nil && effective(c.SecurityContext, psc, runAsGroup) == nil {
 			if gid, ok := p.runAsGroup.Default(); ok {
-				if !write {
-					return true
-				}
-				containerSC(c).RunAsGroup, changed = ptr.To(gid), true
+				containerSC(c).RunAsGroup = ptr.To(gid)
 			}
 		}
 		if effective(c.SecurityContext, psc, seLinuxOptions) == nil && p.seLinux.HasDefault() {
-			if !write {
-				return true
-			}
-			containerSC(c).SELinuxOptions, changed = p.seLinux.Default(), true
+			containerSC(c).SELinuxOptions = p.seLinux.Default()
 		}
 		if p.apparmor.HasDefault() && !apparmor.ContainerHasProfile(pod, c.Name, c.SecurityContext) {
-			if !write {
-				return true
-			}
-			containerSC(c).AppArmorProfile, changed = p.apparmor.DefaultProfile(), true
+			containerSC(c).AppArmorProfile = p.apparmor.DefaultProfile()
 		}
 		if f := seccomp.ContainerAnnotationField(pod, c.Name, c.SecurityContext); f != nil {
-			if !write {
-				return true
-			}
-			containerSC(c).SeccompProfile, changed = f, true
+			containerSC(c).SeccompProfile = f
 		}
 	}
 	if p.user.RequiresNonRoot() && effective(c.SecurityContext, psc, runAsNonRoot) == nil && effective(c.SecurityContext, psc, runAsUser) == nil {
-		if !write {
-			return true
-		}
-		containerSC(c).RunAsNonRoot, changed = ptr.To(true), true
+		containerSC(c).RunAsNonRoot = ptr.To(true)
 	}
 	if !linux {
-		return changed
+		return
 	}
 	var caps *api.Capabilities
 	if c.SecurityContext != nil {
 		caps = c.SecurityContext.Capabilities
 	}
 	if generated, grew := p.capabilities.Generate(caps); grew {
-		if !write {
-			return true
-		}
-		containerSC(c).Capabilities, changed = generated, true
+		containerSC(c).Capabilities = generated
 	}
 	if p.spec.ReadOnlyRootFilesystem && (c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil) {
-		if !write {
-			return true
-		}
-		containerSC(c).ReadOnlyRootFilesystem, changed = ptr.To(true), true
+		containerSC(c).ReadOnlyRootFilesystem = ptr.To(true)
 	}
 	if c.SecurityContext == nil || c.SecurityContext.AllowPrivilegeEscalation == nil {
-		ape := p.spec.DefaultAllowPrivilegeEscalation
-		if ape == nil && p.spec.AllowPrivilegeEscalation != nil && !*p.spec.AllowPrivilegeEscalation {
-			ape = p.spec.AllowPrivilegeEscalation
-		}
-		if ape != nil {
-			if !write {
-				return true
-			}
-			containerSC(c).AllowPrivilegeEscalation, changed = ptr.To(*ape), true
+		if ape := p.allowPrivilegeEscalation(); ape != nil {
+			containerSC(c).AllowPrivilegeEscalation = ptr.To(*ape)
 		}
 	}
-	return changed
+}
+
+// allowPrivilegeEscalation is the default of a container's
+// allowPrivilegeEscalation: the policy's default, else false where the
+// policy forbids escalation, else none.
+func (p *Provider) allowPrivilegeEscalation() *bool {
+	if ape := p.spec.DefaultAllowPrivilegeEscalation; ape != nil {
+		return ape
+	}
+	if ape := p.spec.AllowPrivilegeEscalation; ape != nil && !*ape {
+		return ape
+	}
+	return nil
 }
 
 // ValidatePod returns every way the pod breaks the policy, for callers that
@@ -318,14 +366,38 @@ func (p *Provider) validate(s *Subject, c *errs.Collector) {
 		psc = noPodSC
 	}
 	checks := [...]func(){
-		func() { p.fsGroup.ValidateOne(c, fsGroupPath, psc.FSGroup) },
-		func() { p.supplementalGroups.ValidateList(c, suppGroupPath, psc.SupplementalGroups) },
-		func() { p.seccomp.Validate(c, func() *field.Path { return seccompPod }, s.seccomp) },
-		func() { p.seLinux.Validate(c, podSCPath, psc.SELinuxOptions) },
-		func() { p.validateHostNamespaces(c, lineapi.PodHostNamespaces(&pod.Spec)) },
+		func() {
+			if p.strict(fsGroupCheck) {
+				p.fsGroup.ValidateOne(c, fsGroupPath, psc.FSGroup)
+			}
+		},
+		func() {
+			if p.strict(supplementalGroupsCheck) {
+				p.supplementalGroups.ValidateList(c, suppGroupPath, psc.SupplementalGroups)
+			}
+		},
+		func() {
+			if p.strict(seccompCheck) {
+				p.seccomp.Validate(c, func() *field.Path { return seccompPod }, s.seccomp)
+			}
+		},
+		func() {
+			if p.strict(seLinuxCheck) {
+				p.seLinux.Validate(c, podSCPath, psc.SELinuxOptions)
+			}
+		},
+		func() {
+			if p.strict(hostNamespacesCheck) {
+				p.validateHostNamespaces(c, lineapi.PodHostNamespaces(&pod.Spec))
+			}
+		},
 		func() { p.sysctls.Validate(c, sysctlsPath, psc.Sysctls) },
 		func() { p.volumes.Validate(c, pod) },
-		func() { p.runtimeClass.Validate(c, runtimeClassPath, pod.Spec.RuntimeClassName) },
+		func() {
+			if p.strict(runtimeClassCheck) {
+				p.runtimeClass.Validate(c, runtimeClassPath, pod.Spec.RuntimeClassName)
+			}
+		},
 	}
 	for _, check := range checks {
 		if check(); c.Stop() {
@@ -360,17 +432,25 @@ func (p *Provider) validateHostNamespaces(c *errs.Collector, h lineapi.HostNames
 // validateContainer checks one container.
 func (p *Provider) validateContainer(c *errs.Collector, pod *api.Pod, ctr *container) {
 	sc, psc := ctr.SecurityContext, pod.Spec.SecurityContext
-	p.user.Validate(c, ctr.scPath, effective(sc, psc, runAsNonRoot), effective(sc, psc, runAsUser))
-	if p.runAsGroup != nil {
+	if p.strict(userCheck) {
+		p.user.Validate(c, ctr.scPath, effective(sc, psc, runAsNonRoot), effective(sc, psc, runAsUser))
+	}
+	if p.runAsGroup != nil && p.strict(runAsGroupCheck) {
 		p.runAsGroup.ValidateOne(c, ctr.scPath, effective(sc, psc, runAsGroup))
 	}
-	p.seLinux.Validate(c, ctr.scPath, effective(sc, psc, seLinuxOptions))
-	p.apparmor.Validate(c, ctr.apparmorPath, ctr.apparmor)
-	p.seccomp.Validate(c, ctr.seccompPath, ctr.seccomp)
+	if p.strict(seLinuxCheck) {
+		p.seLinux.Validate(c, ctr.scPath, effective(sc, psc, seLinuxOptions))
+	}
+	if p.strict(appArmorCheck) {
+		p.apparmor.Validate(c, ctr.apparmorPath, ctr.apparmor)
+	}
+	if p.strict(seccompCheck) {
+		p.seccomp.Validate(c, ctr.seccompPath, ctr.seccomp)
+	}
 	if sc == nil {
 		sc = noContainerSC
 	}
-	if sc.Privileged != nil && *sc.Privileged && !p.spec.Privileged {
+	if p.strict(privilegedCheck) && sc.Privileged != nil && *sc.Privileged && !p.spec.Privileged {
 		c.Add(func() *field.Error {
 			return field.Invalid(ctr.scPath.Child("privileged"), *sc.Privileged, "Privileged containers are not allowed")
 		})
@@ -384,7 +464,9 @@ func (p *Provider) validateContainer(c *errs.Collector, pod *api.Pod, ctr *conta
 			return field.Invalid(ctr.scPath.Child("procMount"), procMount, "ProcMountType is not allowed")
 		})
 	}
-	p.capabilities.Validate(c, ctr.scPath, sc.Capabilities)
+	if p.strict(capabilitiesCheck) {
+		p.capabilities.Validate(c, ctr.scPath, sc.Capabilities)
+	}
 	for _, port := range ctr.Ports {
 		if port.HostPort > 0 && !hostPortAllowed(p.spec.HostPorts, port.HostPort) {
 			c.Add(func() *field.Error {
@@ -393,7 +475,7 @@ func (p *Provider) validateContainer(c *errs.Collector, pod *api.Pod, ctr *conta
 			})
 		}
 	}
-	if p.spec.ReadOnlyRootFilesystem {
+	if p.strict(readOnlyRootFilesystemCheck) && p.spec.ReadOnlyRootFilesystem {
 		switch ro := sc.ReadOnlyRootFilesystem; {
 		case ro == nil:
 			c.Add(func() *field.Error {
@@ -405,10 +487,12 @@ func (p *Provider) validateContainer(c *errs.Collector, pod *api.Pod, ctr *conta
 			})
 		}
 	}
-	if ape := p.spec.AllowPrivilegeEscalation; ape != nil && !*ape && (sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation) {
-		c.Add(func() *field.Error {
-			return field.Invalid(ctr.scPath.Child("allowPrivilegeEscalation"), sc.AllowPrivilegeEscalation, "Allowing privilege escalation for containers is not allowed")
-		})
+	if p.strict(privilegeEscalationCheck) && (sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation) {
+		if ape := p.spec.AllowPrivilegeEscalation; ape != nil && !*ape {
+			c.Add(func() *field.Error {
+				return field.Invalid(ctr.scPath.Child("allowPrivilegeEscalation"), sc.AllowPrivilegeEscalation, "Allowing privilege escalation for containers is not allowed")
+			})
+		}
 	}
 }
 

@@ -16,27 +16,45 @@ type Subject struct {
 	seccomp    string
 	containers []container
 	linux      bool
-	// unset are the pod-level fields that a policy's defaults would fill;
-	// seccompFromAnnotation is set when every policy would copy the pod's
-	// deprecated seccomp annotation into its field. Provider.Mutates reads
-	// them instead of the pod.
-	unset                 podFields
+	// unset are the fields that a policy's defaults would fill: the
+	// pod's, and each container's where any container leaves it unset;
+	// seccompFromAnnotation is set when every policy would copy a
+	// deprecated seccomp annotation (the pod's or a container's) into
+	// its field. Provider.Mutates reads them instead of the pod.
+	unset                 defaultedFields
 	seccompFromAnnotation bool
 	// containerBuf holds containers for a pod of one container, most
 	// pods: one allocation for the Subject instead of two.
 	containerBuf [1]container
 }
 
-// podFields is a set of the pod-level fields that policies default, on
-// Linux (all but the runtime class) or any OS.
-type podFields uint8
+// defaultedFields is a set of the fields that policies default: a
+// Subject's are those the pod leaves unset, a Provider's those its
+// defaults fill. A policy changes a pod when the two sets meet, or when it
+// changes a container's capabilities (Provider.Mutates). The container
+// fields stand for the field in any of the pod's containers; runAsUser,
+// runAsGroup and runAsNonRoot are unset when neither the container nor the
+// pod sets them. A container's seLinuxOptions needs no field of its own:
+// it is defaulted only when the pod's is unset too, and a policy that
+// defaults one defaults both. All but the runtime class and runAsNonRoot
+// are defaulted on Linux only.
+type defaultedFields uint16
 
 const (
-	supplementalGroupsField podFields = 1 << iota
+	supplementalGroupsField defaultedFields = 1 << iota
 	fsGroupField
 	seLinuxField
 	seccompField
 	runtimeClassField
+	runAsUserField
+	runAsGroupField
+	appArmorField
+	runAsNonRootField // runAsNonRoot, when runAsUser is unset too
+	readOnlyRootFilesystemField
+	allowPrivilegeEscalationField
+	// capabilitiesField is a Provider's only: it adds or requires
+	// dropping capabilities, which Mutates checks container by container.
+	capabilitiesField
 )
 
 // container is one init, regular or ephemeral container of a Subject.
@@ -129,13 +147,18 @@ func NewSubject(pod *api.Pod) *Subject {
 	}
 	add := func(l, i int, c *api.Container) {
 		path, scPath := containerPaths(l, i)
-		s.containers = append(s.containers, container{
+		ctr := container{
 			Container: c,
 			path:      path,
 			scPath:    scPath,
 			seccomp:   seccomp.ContainerProfile(pod, c.Name, c.SecurityContext),
 			apparmor:  apparmor.ContainerProfile(pod, c.Name, c.SecurityContext),
-		})
+		}
+		s.containers = append(s.containers, ctr)
+		s.unset |= ctr.unset(spec.SecurityContext, s.linux)
+		if s.linux && seccomp.ContainerAnnotationField(pod, c.Name, c.SecurityContext) != nil {
+			s.seccompFromAnnotation = true
+		}
 	}
 	for i := range spec.InitContainers {
 		add(0, i, &spec.InitContainers[i])
@@ -147,6 +170,37 @@ func NewSubject(pod *api.Pod) *Subject {
 		add(2, i, (*api.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	return s
+}
+
+// unset returns the container fields that the container leaves unset,
+// of those policies default on the pod's OS (linux or not).
+func (c *container) unset(psc *api.PodSecurityContext, linux bool) defaultedFields {
+	sc := c.SecurityContext
+	var unset defaultedFields
+	if effective(sc, psc, runAsNonRoot) == nil && effective(sc, psc, runAsUser) == nil {
+		unset |= runAsNonRootField
+	}
+	if !linux {
+		return unset
+	}
+	if effective(sc, psc, runAsUser) == nil {
+		unset |= runAsUserField
+	}
+	if effective(sc, psc, runAsGroup) == nil {
+		unset |= runAsGroupField
+	}
+	// c.apparmor is the annotation's profile when neither field is set:
+	// apparmor.ContainerHasProfile, without a second look-up.
+	if c.apparmor == "" && (sc == nil || sc.AppArmorProfile == nil) && (psc == nil || psc.AppArmorProfile == nil) {
+		unset |= appArmorField
+	}
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil {
+		unset |= readOnlyRootFilesystemField
+	}
+	if sc == nil || sc.AllowPrivilegeEscalation == nil {
+		unset |= allowPrivilegeEscalationField
+	}
+	return unset
 }
 
 // isWindows reports whether the pod declares the Windows OS, where the

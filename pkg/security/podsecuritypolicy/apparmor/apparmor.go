@@ -55,6 +55,10 @@ func (s *Strategy) DefaultProfile() *api.AppArmorProfile {
 	return s.defaultProfile.DeepCopy()
 }
 
+// AllowsAny reports whether Validate accepts every value: the policy
+// names no allowed profiles.
+func (s *Strategy) AllowsAny() bool { return s.allowed == nil }
+
 // Validate checks a container's effective profile ("" for none); path,
 // called only for an error, says where it is.
 // Without an allowed list any profile, or none, is allowed.

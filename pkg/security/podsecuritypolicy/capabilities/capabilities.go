@@ -34,28 +34,16 @@ func New(defaultAdd, requiredDrop, allowed []api.Capability) *Strategy {
 
 // Generate returns the capabilities a container ends up with: add gets the
 // default additions the container does not drop, drop gets the required
-// drops. When neither list gains a name the container's value is returned
-// as it is (duplicates included) and changed is false; otherwise both lists
-// are sorted and de-duplicated.
+// drops. When neither list gains a name (Grows is false) the container's
+// value is returned as it is (duplicates included) and changed is false;
+// otherwise both lists are sorted and de-duplicated.
 func (s *Strategy) Generate(caps *api.Capabilities) (result *api.Capabilities, changed bool) {
+	if !s.Grows(caps) {
+		return caps, false
+	}
 	var add, drop []api.Capability
 	if caps != nil {
 		add, drop = caps.Add, caps.Drop
-	}
-	grows := false
-	for _, c := range s.defaultAdd {
-		if !slices.Contains(drop, c) && !slices.Contains(add, c) {
-			grows = true
-			break
-		}
-	}
-	for _, c := range s.requiredDrop {
-		if !grows && !slices.Contains(drop, c) {
-			grows = true
-		}
-	}
-	if !grows {
-		return caps, false
 	}
 	newAdd := slices.Clone(add)
 	for _, c := range s.defaultAdd {
@@ -67,6 +55,31 @@ func (s *Strategy) Generate(caps *api.Capabilities) (result *api.Capabilities, c
 	return &api.Capabilities{Add: sortedSet(newAdd), Drop: sortedSet(newDrop)}, true
 }
 
+// Defaults reports whether the strategy can change any container's
+// capabilities: whether it adds or requires dropping any.
+func (s *Strategy) Defaults() bool { return len(s.defaultAdd) > 0 || len(s.requiredDrop) > 0 }
+
+// Grows reports, without allocating, whether Generate would change caps:
+// a default addition the container neither adds nor drops, or a required
+// drop it does not drop.
+func (s *Strategy) Grows(caps *api.Capabilities) bool {
+	var add, drop []api.Capability
+	if caps != nil {
+		add, drop = caps.Add, caps.Drop
+	}
+	for _, c := range s.defaultAdd {
+		if !slices.Contains(drop, c) && !slices.Contains(add, c) {
+			return true
+		}
+	}
+	for _, c := range s.requiredDrop {
+		if !slices.Contains(drop, c) {
+			return true
+		}
+	}
+	return false
+}
+
 // sortedSet sorts and de-duplicates, keeping nil for an empty list.
 func sortedSet(caps []api.Capability) []api.Capability {
 	if len(caps) == 0 {
@@ -75,6 +88,12 @@ func sortedSet(caps []api.Capability) []api.Capability {
 	slices.Sort(caps)
 	return slices.Compact(caps)
 }
+
+// AllowsAny reports whether Validate accepts every container: any
+// capability may be added, and none is added by default or must be
+// dropped (a container without capabilities fails a policy that has
+// either).
+func (s *Strategy) AllowsAny() bool { return s.allowAll && !s.Defaults() }
 
 // Validate checks the capabilities of the securityContext at scPath.
 func (s *Strategy) Validate(c *errs.Collector, scPath *field.Path, caps *api.Capabilities) {

@@ -65,6 +65,10 @@ func (s *Strategy) ValidateOne(c *errs.Collector, path *field.Path, id *int64) {
 	}
 }
 
+// AllowsAny reports whether the strategy accepts every value (RunAsAny):
+// then neither ValidateOne nor ValidateList can fail.
+func (s *Strategy) AllowsAny() bool { return s.rule == runAsAny }
+
 // ValidateList checks a list of group IDs (supplementalGroups).
 func (s *Strategy) ValidateList(c *errs.Collector, path *field.Path, ids []int64) {
 	switch {

@@ -41,6 +41,10 @@ func (s *Strategy) Default() *string {
 	return &name
 }
 
+// AllowsAny reports whether Validate accepts every value: the policy
+// names no runtime classes, or allows all.
+func (s *Strategy) AllowsAny() bool { return !s.restricted || s.allowAll }
+
 // Validate checks the pod's runtimeClassName at path. An unset name is
 // always allowed; an empty allowed list allows no name.
 func (s *Strategy) Validate(c *errs.Collector, path *field.Path, name *string) {

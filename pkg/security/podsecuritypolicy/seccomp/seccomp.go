@@ -62,6 +62,10 @@ func (s *Strategy) DefaultProfile() *api.SeccompProfile {
 	return s.defaultProfile.DeepCopy()
 }
 
+// AllowsAny reports whether Validate accepts every value: the policy
+// allows every profile (*).
+func (s *Strategy) AllowsAny() bool { return s.allowAny }
+
 // Validate checks one effective profile ("" for none); path, called
 // only for an error, says where it is.
 func (s *Strategy) Validate(c *errs.Collector, path func() *field.Path, profile string) {

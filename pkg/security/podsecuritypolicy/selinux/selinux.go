@@ -45,6 +45,9 @@ func (s *Strategy) Default() *api.SELinuxOptions {
 	return s.required.DeepCopy()
 }
 
+// AllowsAny reports whether Validate accepts every value: RunAsAny.
+func (s *Strategy) AllowsAny() bool { return s.required == nil }
+
 // Validate checks the effective options (the container's, else the pod's)
 // of the securityContext at scPath. The level's categories may come in any
 // order.

@@ -50,6 +50,12 @@ func (s *Strategy) RequiresNonRoot() bool {
 }
 
 // Validate checks the effective runAsNonRoot and runAsUser (container's,
+// AllowsAny reports whether Validate accepts every container: neither
+// MustRunAs nor MustRunAsNonRoot.
+func (s *Strategy) AllowsAny() bool {
+	return s.rule != policy.RunAsUserStrategyMustRunAs && s.rule != policy.RunAsUserStrategyMustRunAsNonRoot
+}
+
 // else pod's) of the container whose securityContext is at path.
 func (s *Strategy) Validate(c *errs.Collector, path *field.Path, runAsNonRoot *bool, runAsUser *int64) {
 	switch s.rule {

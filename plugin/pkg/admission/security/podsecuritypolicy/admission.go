@@ -114,6 +114,7 @@ type Plugin struct {
 	*caches   // shared with the registration's other instances
 	mode      v1alpha1.Mode
 	authz     authorizer.Authorizer
+	resolver  authorizer.RuleResolver // authz, when it can list rules (SetAuthorizer)
 	dynamic   dynamic.Interface
 	informers informers.SharedInformerFactory
 	synced    atomic.Bool // the policy cache has seen every policy (ready)
@@ -174,8 +175,13 @@ func newPlugin(c *caches, mode v1alpha1.Mode) *Plugin {
 	}
 }
 
-// SetAuthorizer is called by the admission initializer.
-func (p *Plugin) SetAuthorizer(authz authorizer.Authorizer) { p.authz = authz }
+// SetAuthorizer is called by the admission initializer. Whether the
+// authorizer can list rules is asked here once: an interface assertion on
+// every request was a tenth of the rules cache's cost.
+func (p *Plugin) SetAuthorizer(authz authorizer.Authorizer) {
+	p.authz = authz
+	p.resolver, _ = authz.(authorizer.RuleResolver)
+}
 
 // SetDynamicClient is called by the admission initializer.
 func (p *Plugin) SetDynamicClient(c dynamic.Interface) { p.dynamic = c }
@@ -356,7 +362,7 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 	if len(policies.sorted) == 0 {
 		return nil, "", nil, errNoProviders
 	}
-	requester := newRequester(ctx, p.authz, p.rules, a, pod)
+	requester := p.newRequester(ctx, a, pod)
 	subject := podsecuritypolicy.NewSubject(pod)
 	// Validate's hint is usually the policy Admit chose and applied, so it
 	// is tried before the candidates are gathered. If it fails it is tried
@@ -499,6 +505,7 @@ func order(providers []*podsecuritypolicy.Provider, mutationAllowed bool, hint s
 type requester struct {
 	ctx            context.Context
 	authz          authorizer.Authorizer
+	resolver       authorizer.RuleResolver // authz, when it can list rules
 	namespace      string
 	user           user.Info
 	serviceAccount string
@@ -537,8 +544,8 @@ type identityRules struct {
 	answers [len(policyGroups)]map[string]bool
 }
 
-func newRequester(ctx context.Context, authz authorizer.Authorizer, rules *rulesCache, a admission.Attributes, pod *api.Pod) *requester {
-	return &requester{ctx: ctx, authz: authz, cache: rules, namespace: a.GetNamespace(), user: a.GetUserInfo(), serviceAccount: pod.Spec.ServiceAccountName}
+func (p *Plugin) newRequester(ctx context.Context, a admission.Attributes, pod *api.Pod) *requester {
+	return &requester{ctx: ctx, authz: p.authz, resolver: p.resolver, cache: p.rules, namespace: a.GetNamespace(), user: a.GetUserInfo(), serviceAccount: pod.Spec.ServiceAccountName}
 }
 
 // mayUse reports whether the service account or the user is allowed the
@@ -721,15 +728,14 @@ func (r *requester) rulesFor(id *identity) *identityRules {
 	if id.rules != nil {
 		return id.rules
 	}
-	resolver, ok := r.authz.(authorizer.RuleResolver)
-	if !ok {
+	if r.resolver == nil {
 		id.rules = unlisted
 	} else {
 		var buf [128]byte // the key, on the stack when it fits
 		key := r.key(id, buf[:0])
 		if id.rules = r.cache.get(key, r.clock()); id.rules == nil {
 			gen := r.cache.current()
-			id.rules = listRules(r.ctx, resolver, r.userInfo(id), r.namespace)
+			id.rules = listRules(r.ctx, r.resolver, r.userInfo(id), r.namespace)
 			r.cache.put(key, gen, id.rules)
 		}
 	}

@@ -2,7 +2,6 @@ package podsecuritypolicy
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -82,13 +81,28 @@ func (c *policyCache) delete(name string) {
 }
 
 // publish replaces the snapshot; c.mu must be held.
+//
+// The snapshot's providers are copies laid out side by side in name order,
+// the order a request walks them: a cluster admin's pod create asks each
+// policy before privileged whether it would change the pod (Mutates reads
+// each one's first bytes), and in a loaded apiserver the providers built
+// one by one as the informer delivered them were a cache miss each; a
+// walk over one array is one the processor prefetches. Providers are
+// immutable, so the copies share their rules with the originals.
 func (c *policyCache) publish() {
 	sorted := make([]*podsecuritypolicy.Provider, 0, len(c.byName))
 	for _, pr := range c.byName {
 		sorted = append(sorted, pr)
 	}
 	sortByName(sorted)
-	c.published.Store(&policySnapshot{sorted: sorted, byName: maps.Clone(c.byName)})
+	array := make([]podsecuritypolicy.Provider, len(sorted))
+	byName := make(map[string]*podsecuritypolicy.Provider, len(sorted))
+	for i, pr := range sorted {
+		array[i] = *pr
+		sorted[i] = &array[i]
+		byName[pr.Name()] = sorted[i]
+	}
+	c.published.Store(&policySnapshot{sorted: sorted, byName: byName})
 }
 
 func sortByName(providers []*podsecuritypolicy.Provider) {

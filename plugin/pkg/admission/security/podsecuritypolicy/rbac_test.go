@@ -108,15 +108,15 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 		} {
 			for _, sa := range []string{"app", ""} {
 				// plain's authorizer cannot list rules, so it is asked every time.
-				plain := &requester{ctx: context.Background(), authz: authorizeOnly{authz}, cache: newRulesCache(), namespace: "ns", user: u, serviceAccount: sa}
-				ruled := &requester{ctx: context.Background(), authz: authz, cache: newRulesCache(), namespace: "ns", user: u, serviceAccount: sa}
+				plain := withResolver(&requester{ctx: context.Background(), authz: authorizeOnly{authz}, cache: newRulesCache(), namespace: "ns", user: u, serviceAccount: sa})
+				ruled := withResolver(&requester{ctx: context.Background(), authz: authz, cache: newRulesCache(), namespace: "ns", user: u, serviceAccount: sa})
 				for _, name := range names {
 					want := plain.mayUse(name)
 					// A second request reads the rules the first one cached.
 					for _, r := range []*requester{
 						ruled,
-						{ctx: context.Background(), authz: authz, cache: shared, namespace: "ns", user: u, serviceAccount: sa},
-						{ctx: context.Background(), authz: authz, cache: shared, namespace: "ns", user: u, serviceAccount: sa},
+						withResolver(&requester{ctx: context.Background(), authz: authz, cache: shared, namespace: "ns", user: u, serviceAccount: sa}),
+						withResolver(&requester{ctx: context.Background(), authz: authz, cache: shared, namespace: "ns", user: u, serviceAccount: sa}),
 					} {
 						calls := r.calls
 						if got := r.mayUse(name); got != want {
@@ -130,7 +130,7 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 				}
 				// choose looks only at the candidates: they must hold every
 				// policy the requester may use, in name order.
-				candidates := (&requester{ctx: context.Background(), authz: authz, cache: shared, namespace: "ns", user: u, serviceAccount: sa}).candidates(policies.snapshot())
+				candidates := withResolver(&requester{ctx: context.Background(), authz: authz, cache: shared, namespace: "ns", user: u, serviceAccount: sa}).candidates(policies.snapshot())
 				var tried []string
 				for _, pr := range candidates {
 					tried = append(tried, pr.Name())
@@ -176,12 +176,12 @@ func TestRequesterRulesDoNotOverruleTheAuthorizer(t *testing.T) {
 		}
 		return authorizer.DecisionAllow
 	}}
-	r := &requester{ctx: context.Background(), authz: denying, cache: newRulesCache(), namespace: "ns", user: alice}
+	r := withResolver(&requester{ctx: context.Background(), authz: denying, cache: newRulesCache(), namespace: "ns", user: alice})
 	if r.mayUse("locked") || !r.mayUse("open") {
 		t.Error("the rules overruled the authorizer's decision")
 	}
 	incomplete := resolverAuthorizer{RuleResolver: incompleteRules{}, authorize: func(authorizer.Attributes) authorizer.Decision { return authorizer.DecisionAllow }}
-	r = &requester{ctx: context.Background(), authz: incomplete, cache: newRulesCache(), namespace: "ns", user: alice}
+	r = withResolver(&requester{ctx: context.Background(), authz: incomplete, cache: newRulesCache(), namespace: "ns", user: alice})
 	if !r.mayUse("anything") || r.ruledOut("anything") {
 		t.Error("incomplete rules were taken as complete")
 	}
@@ -243,7 +243,7 @@ func TestCandidates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &requester{ctx: context.Background(), authz: tc.authz(), cache: newRulesCache(), namespace: "ns", user: &user.DefaultInfo{Name: "alice"}, serviceAccount: "app"}
+			r := withResolver(&requester{ctx: context.Background(), authz: tc.authz(), cache: newRulesCache(), namespace: "ns", user: &user.DefaultInfo{Name: "alice"}, serviceAccount: "app"})
 			got := []string{}
 			for _, pr := range r.candidates(policies.snapshot()) {
 				got = append(got, pr.Name())
@@ -276,4 +276,11 @@ type incompleteRules struct{}
 
 func (incompleteRules) RulesFor(context.Context, user.Info, string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
 	return nil, nil, true, nil
+}
+
+// withResolver sets what SetAuthorizer sets in the plugin: the requester's
+// authorizer as a rule resolver, when it is one.
+func withResolver(r *requester) *requester {
+	r.resolver, _ = r.authz.(authorizer.RuleResolver)
+	return r
 }

@@ -128,7 +128,7 @@ func TestRulesCacheAndRevocation(t *testing.T) {
 	}}
 	c := newRulesCache()
 	request := func() *requester {
-		return &requester{ctx: context.Background(), authz: authz, cache: c, namespace: "ns", user: alice}
+		return withResolver(&requester{ctx: context.Background(), authz: authz, cache: c, namespace: "ns", user: alice})
 	}
 	if !request().mayUse("a") || request().mayUse("b") {
 		t.Fatal("the grant of a alone is not seen")
@@ -166,7 +166,7 @@ func TestRulesCacheKeepsNoWebhookAnswers(t *testing.T) {
 	}}
 	c := newRulesCache()
 	for range 3 {
-		r := &requester{ctx: context.Background(), authz: webhook, cache: c, namespace: "ns", user: &user.DefaultInfo{Name: "alice"}}
+		r := withResolver(&requester{ctx: context.Background(), authz: webhook, cache: c, namespace: "ns", user: &user.DefaultInfo{Name: "alice"}})
 		if !r.mayUse("a") {
 			t.Fatal("the webhook's allow was not followed")
 		}
