@@ -70,7 +70,7 @@ func TestMutatedLeavesThePodAlone(t *testing.T) {
 			if !apiequality.Semantic.DeepEqual(pod, before) {
 				t.Errorf("Mutated changed the pod it copied:\nnow    %+v\nbefore %+v", pod.Spec, before.Spec)
 			}
-			if !pr.Mutates(NewSubject(pod)) {
+			if s := NewSubject(pod); !pr.Mutates(&s) {
 				t.Error("Mutates is false for a pod the policy defaults")
 			}
 		})

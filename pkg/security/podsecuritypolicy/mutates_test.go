@@ -47,7 +47,7 @@ func TestMutatesAgreesWithMutatePod(t *testing.T) {
 				if failures <= 5 {
 					t.Errorf("policy %s: %s\npod: %s", pr.Name(), msg, dump(pod))
 				}
-			} else if pr.Mutates(NewSubject(pod)) {
+			} else if s := NewSubject(pod); pr.Mutates(&s) {
 				mutating++
 			}
 		}
@@ -66,7 +66,8 @@ func TestMutatesAgreesWithMutatePod(t *testing.T) {
 // checkMutates returns what is wrong for one pair, or "".
 func checkMutates(pr *Provider, pod *api.Pod) string {
 	before := pod.DeepCopy()
-	says := pr.Mutates(NewSubject(pod))
+	s := NewSubject(pod)
+	says := pr.Mutates(&s)
 	if !reflect.DeepEqual(before, pod) {
 		return "Mutates changed the pod"
 	}
@@ -75,7 +76,7 @@ func checkMutates(pr *Provider, pod *api.Pod) string {
 	if changed := !apiequality.Semantic.DeepEqual(pod, mutated); changed != says {
 		return fmt.Sprintf("Mutates = %v but MutatePod changed the pod: %v\nmutated: %s", says, changed, dump(mutated))
 	}
-	if pr.Mutates(NewSubject(mutated)) {
+	if ms := NewSubject(mutated); pr.Mutates(&ms) {
 		return fmt.Sprintf("Mutates is true for MutatePod's output: %s", dump(mutated))
 	}
 	again := mutated.DeepCopy()
@@ -424,8 +425,8 @@ func TestLenientChecksChangeNothing(t *testing.T) {
 		strict.lenient = 0
 		for _, pod := range pods {
 			s := NewSubject(pod)
-			got, want := pr.Validate(s).ToAggregate(), strict.Validate(s).ToAggregate()
-			if fmt.Sprint(got) != fmt.Sprint(want) || pr.Admits(s) != strict.Admits(s) {
+			got, want := pr.Validate(&s).ToAggregate(), strict.Validate(&s).ToAggregate()
+			if fmt.Sprint(got) != fmt.Sprint(want) || pr.Admits(&s) != strict.Admits(&s) {
 				if failures++; failures <= 5 {
 					t.Errorf("policy %s: with lenient checks skipped: %v\nwith none skipped: %v\npod: %s", psp.Name, got, want, dump(pod))
 				}

@@ -178,9 +178,10 @@ func (p *Provider) Mutates(s *Subject) bool {
 	if !s.linux || p.defaults&capabilitiesField == 0 {
 		return false
 	}
-	for i := range s.containers {
+	containers := s.containers()
+	for i := range containers {
 		var caps *api.Capabilities
-		if sc := s.containers[i].SecurityContext; sc != nil {
+		if sc := containers[i].SecurityContext; sc != nil {
 			caps = sc.Capabilities
 		}
 		if p.capabilities.Grows(caps) {
@@ -340,7 +341,8 @@ func (p *Provider) allowPrivilegeEscalation() *bool {
 // ValidatePod returns every way the pod breaks the policy, for callers that
 // validate one pod against one policy.
 func (p *Provider) ValidatePod(pod *api.Pod) field.ErrorList {
-	return p.Validate(NewSubject(pod))
+	s := NewSubject(pod)
+	return p.Validate(&s)
 }
 
 // Validate returns every way the subject breaks the policy.
@@ -404,8 +406,9 @@ func (p *Provider) validate(s *Subject, c *errs.Collector) {
 			return
 		}
 	}
-	for i := range s.containers {
-		if p.validateContainer(c, pod, &s.containers[i]); c.Stop() {
+	containers := s.containers()
+	for i := range containers {
+		if p.validateContainer(c, pod, &containers[i]); c.Stop() {
 			return
 		}
 	}

@@ -8,9 +8,17 @@ import (
 )
 
 // The shared paths of the first containers, and those built for the rest,
-// are the paths upstream's visitor would give, in every list.
+// are the paths upstream's visitor would give, in every list; and a
+// Subject keeps every container, in order, whether they fit in its array
+// (one container in each list) or not.
 func TestSubjectPaths(t *testing.T) {
-	const n = sharedPathsPerList + 2
+	for _, n := range []int{1, sharedPathsPerList + 2} {
+		t.Run(fmt.Sprint(3*n, " containers"), func(t *testing.T) { testSubjectPaths(t, n) })
+	}
+}
+
+// testSubjectPaths checks a pod with n containers in each list.
+func testSubjectPaths(t *testing.T, n int) {
 	pod := &api.Pod{}
 	for i := range n {
 		name := fmt.Sprint("c", i)
@@ -19,10 +27,13 @@ func TestSubjectPaths(t *testing.T) {
 		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, api.EphemeralContainer{EphemeralContainerCommon: api.EphemeralContainerCommon{Name: name}})
 	}
 	s := NewSubject(pod)
-	if len(s.containers) != 3*n {
-		t.Fatalf("%d containers, want %d", len(s.containers), 3*n)
+	if inline := 3*n <= inlineContainers; inline != (s.more == nil) {
+		t.Errorf("%d containers: held in the array %v, want %v", 3*n, s.more == nil, inline)
 	}
-	for j, c := range s.containers {
+	if len(s.containers()) != 3*n {
+		t.Fatalf("%d containers, want %d", len(s.containers()), 3*n)
+	}
+	for j, c := range s.containers() {
 		list, i := containerLists[j/n], j%n
 		want := fmt.Sprintf("spec.%s[%d]", list, i)
 		if c.path.String() != want || c.scPath.String() != want+".securityContext" {

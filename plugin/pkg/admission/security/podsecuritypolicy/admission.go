@@ -362,8 +362,11 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 	if len(policies.sorted) == 0 {
 		return nil, "", nil, errNoProviders
 	}
-	requester := p.newRequester(ctx, a, pod)
-	subject := podsecuritypolicy.NewSubject(pod)
+	// The requester and the Subject are values on this stack: heap
+	// objects built for every request cost more in a loaded apiserver
+	// than the work they hold.
+	r, s := p.newRequester(ctx, a, pod), podsecuritypolicy.NewSubject(pod)
+	requester, subject := &r, &s
 	// Validate's hint is usually the policy Admit chose and applied, so it
 	// is tried before the candidates are gathered. If it fails it is tried
 	// first again below, which keeps the errors in v1.24's order.
@@ -389,7 +392,7 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 			continue // no copy for a policy the requester may not use
 		}
 		mutated := pr.Mutated(pod)
-		if pr.Admits(podsecuritypolicy.NewSubject(mutated)) && requester.mayUse(pr.Name()) {
+		if ms := podsecuritypolicy.NewSubject(mutated); pr.Admits(&ms) && requester.mayUse(pr.Name()) {
 			return mutated, pr.Name(), nil, nil
 		}
 	}
@@ -509,12 +512,16 @@ type requester struct {
 	namespace      string
 	user           user.Info
 	serviceAccount string
-	ids            []*identity // built from the two above on first use, in idStore
-	idStore        [2]identity
-	idBuf          [2]*identity // ids' array
-	calls          int          // authorizer calls so far, which the tests count
-	cache          *rulesCache  // rules listed, and answers given, for earlier requests
-	now            time.Time    // set on the first look at the cache (clock)
+	// idStore holds the service account and the user, built from the
+	// two above on first use; identities slices it to those the request
+	// has. No pointer into the requester is kept in it, so that it can
+	// live on its caller's stack.
+	idStore      [2]identity
+	idFrom, idTo int8
+	idsBuilt     bool
+	calls        int         // authorizer calls so far, which the tests count
+	cache        *rulesCache // rules listed, and answers given, for earlier requests
+	now          time.Time   // set on the first look at the cache (clock)
 }
 
 // identity is the pod's service account or the requesting user, as the
@@ -544,8 +551,8 @@ type identityRules struct {
 	answers [len(policyGroups)]map[string]bool
 }
 
-func (p *Plugin) newRequester(ctx context.Context, a admission.Attributes, pod *api.Pod) *requester {
-	return &requester{ctx: ctx, authz: p.authz, resolver: p.resolver, cache: p.rules, namespace: a.GetNamespace(), user: a.GetUserInfo(), serviceAccount: pod.Spec.ServiceAccountName}
+func (p *Plugin) newRequester(ctx context.Context, a admission.Attributes, pod *api.Pod) requester {
+	return requester{ctx: ctx, authz: p.authz, resolver: p.resolver, cache: p.rules, namespace: a.GetNamespace(), user: a.GetUserInfo(), serviceAccount: pod.Spec.ServiceAccountName}
 }
 
 // mayUse reports whether the service account or the user is allowed the
@@ -556,8 +563,9 @@ func (p *Plugin) newRequester(ctx context.Context, a admission.Attributes, pod *
 // authorizer call (an RBAC scan of every binding) for the common grants.
 func (r *requester) mayUse(name string) bool {
 	for group := range policyGroups {
-		for _, id := range r.identities() {
-			if r.allowed(id, group, name) {
+		ids := r.identities()
+		for i := range ids {
+			if r.allowed(&ids[i], group, name) {
 				return true
 			}
 		}
@@ -570,8 +578,9 @@ func (r *requester) mayUse(name string) bool {
 // none grants the use. choose asks it before copying a pod for a policy.
 func (r *requester) ruledOut(name string) bool {
 	for group := range policyGroups {
-		for _, id := range r.identities() {
-			if rules := r.rulesFor(id); !rules.complete || rules.grant(group, name) {
+		ids := r.identities()
+		for i := range ids {
+			if rules := r.rulesFor(&ids[i]); !rules.complete || rules.grant(group, name) {
 				return false
 			}
 		}
@@ -586,8 +595,9 @@ func (r *requester) ruledOut(name string) bool {
 // pod creation the few policies its requester may use, not all of them.
 // Otherwise every policy is a candidate and mayUse decides, as in v1.24.
 func (r *requester) candidates(policies *policySnapshot) []*podsecuritypolicy.Provider {
-	for _, id := range r.identities() {
-		rules := r.rulesFor(id)
+	ids := r.identities()
+	for i := range ids {
+		rules := r.rulesFor(&ids[i])
 		if !rules.complete {
 			return policies.sorted
 		}
@@ -596,8 +606,8 @@ func (r *requester) candidates(policies *policySnapshot) []*podsecuritypolicy.Pr
 		}
 	}
 	granted := sets.New[string]()
-	for _, id := range r.identities() {
-		for _, names := range id.rules.names {
+	for i := range ids {
+		for _, names := range ids[i].rules.names {
 			for name := range names {
 				granted.Insert(name)
 			}
@@ -618,19 +628,19 @@ func (r *requester) candidates(policies *policySnapshot) []*podsecuritypolicy.Pr
 
 // identities are the service account, then the user, those of them the
 // request has.
-func (r *requester) identities() []*identity {
-	if r.ids == nil {
-		r.ids = r.idBuf[:0]
-		if r.serviceAccount != "" {
-			r.idStore[0] = identity{}
-			r.ids = append(r.ids, &r.idStore[0])
+func (r *requester) identities() []identity {
+	if !r.idsBuilt {
+		r.idsBuilt = true
+		r.idStore = [2]identity{{}, {user: true, info: r.user}}
+		r.idFrom, r.idTo = 0, 2
+		if r.serviceAccount == "" {
+			r.idFrom = 1
 		}
-		if r.user != nil {
-			r.idStore[1] = identity{user: true, info: r.user}
-			r.ids = append(r.ids, &r.idStore[1])
+		if r.user == nil {
+			r.idTo = 1
 		}
 	}
-	return r.ids
+	return r.idStore[r.idFrom:r.idTo]
 }
 
 // userInfo is the identity as the authorizer and the rule resolver see it.

@@ -1329,7 +1329,8 @@ func TestConformanceProfilesAndMisc(t *testing.T) {
 				}
 				pod := goodPod()
 				pod.Spec.RuntimeClassName = tc.pod
-				if got := pr.Mutates(podsecuritypolicy.NewSubject(pod)); got != (tc.pod == nil && tc.want != nil) {
+				s := podsecuritypolicy.NewSubject(pod)
+				if got := pr.Mutates(&s); got != (tc.pod == nil && tc.want != nil) {
 					t.Errorf("Mutates = %v", got)
 				}
 				pr.MutatePod(pod)
@@ -1360,7 +1361,7 @@ func TestConformanceProfilesAndMisc(t *testing.T) {
 			"empty security contexts everywhere": goodPod(),
 		} {
 			mutated := pod.DeepCopy()
-			if pr.Mutates(podsecuritypolicy.NewSubject(pod)) {
+			if s := podsecuritypolicy.NewSubject(pod); pr.Mutates(&s) {
 				t.Errorf("%s: Mutates = true", name)
 			}
 			pr.MutatePod(mutated)

@@ -252,7 +252,8 @@ func TestPortEphemeralContainersSubresource(t *testing.T) {
 	privilegedPolicy := psp(permissive, "privileged", func(s *policy.PodSecurityPolicySpec) { s.Privileged = true })
 
 	// The restrictive policy accepts the admitted pod as it is.
-	if pr, err := podsecuritypolicy.NewProvider(restrictive()); err != nil || pr.Mutates(podsecuritypolicy.NewSubject(admitted)) || len(pr.ValidatePod(admitted)) > 0 {
+	s := podsecuritypolicy.NewSubject(admitted)
+	if pr, err := podsecuritypolicy.NewProvider(restrictive()); err != nil || pr.Mutates(&s) || len(pr.ValidatePod(admitted)) > 0 {
 		t.Fatalf("fixture: the admitted pod does not satisfy the restrictive policy unchanged (%v)", err)
 	}
 	runUpdates(t, []updateCase{
@@ -352,7 +353,7 @@ func TestPortWindowsPods(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := tc.pod.DeepCopy()
-			if !pr.Mutates(podsecuritypolicy.NewSubject(got)) {
+			if s := podsecuritypolicy.NewSubject(got); !pr.Mutates(&s) {
 				t.Error("Mutates = false")
 			}
 			pr.MutatePod(got)

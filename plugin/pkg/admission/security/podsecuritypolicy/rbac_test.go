@@ -143,7 +143,7 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 						t.Fatalf("cluster %d, user %v, service account %q: candidates %v leave out %s, which the authorizer allows\n%s", cluster, u, sa, tried, name, describe(objects))
 					}
 				}
-				if listed := slices.ContainsFunc(ruled.ids, func(id *identity) bool { return id.rules != nil && id.rules != unlisted }); !listed && (sa != "" || u != nil) {
+				if listed := slices.ContainsFunc(ruled.identities(), func(id identity) bool { return id.rules != nil && id.rules != unlisted }); !listed && (sa != "" || u != nil) {
 					t.Fatalf("cluster %d: the rules were never listed", cluster)
 				}
 			}
