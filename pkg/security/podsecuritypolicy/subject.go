@@ -13,10 +13,11 @@ import (
 // per request, not once per policy. It must be rebuilt when the pod changes.
 //
 // A Subject is a value that its caller keeps on its stack: in a loaded
-// apiserver the two heap objects it was (the Subject and its containers)
-// cost a sixth of the plugin's CPU. So it holds up to inlineContainers
-// containers in an array, and holds no pointer into itself (which would
-// move it to the heap): containers slices the array when asked.
+// apiserver's profiles, allocating the two heap objects it was (the
+// Subject and its containers) was a ninth of the plugin's CPU. So it
+// holds up to inlineContainers containers in an array, and holds no
+// pointer into itself (which would move it to the heap): containers
+// slices the array when asked.
 type Subject struct {
 	Pod     *api.Pod
 	seccomp string

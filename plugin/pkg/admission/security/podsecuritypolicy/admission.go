@@ -362,9 +362,8 @@ func (p *Plugin) choose(ctx context.Context, a admission.Attributes, pod *api.Po
 	if len(policies.sorted) == 0 {
 		return nil, "", nil, errNoProviders
 	}
-	// The requester and the Subject are values on this stack: heap
-	// objects built for every request cost more in a loaded apiserver
-	// than the work they hold.
+	// The requester and the Subject are values on this stack, so that
+	// admitting a pod allocates nothing (TestCreateAsAdminAllocatesNothing).
 	r, s := p.newRequester(ctx, a, pod), podsecuritypolicy.NewSubject(pod)
 	requester, subject := &r, &s
 	// Validate's hint is usually the policy Admit chose and applied, so it
