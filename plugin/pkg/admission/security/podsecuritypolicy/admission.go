@@ -515,12 +515,11 @@ type requester struct {
 	// two above on first use; identities slices it to those the request
 	// has. No pointer into the requester is kept in it, so that it can
 	// live on its caller's stack.
-	idStore      [2]identity
-	idFrom, idTo int8
-	idsBuilt     bool
-	calls        int         // authorizer calls so far, which the tests count
-	cache        *rulesCache // rules listed, and answers given, for earlier requests
-	now          time.Time   // set on the first look at the cache (clock)
+	idStore  [2]identity
+	idsBuilt bool
+	calls    int         // authorizer calls so far, which the tests count
+	cache    *rulesCache // rules listed, and answers given, for earlier requests
+	now      time.Time   // set on the first look at the cache (clock)
 }
 
 // identity is the pod's service account or the requesting user, as the
@@ -631,15 +630,15 @@ func (r *requester) identities() []identity {
 	if !r.idsBuilt {
 		r.idsBuilt = true
 		r.idStore = [2]identity{{}, {user: true, info: r.user}}
-		r.idFrom, r.idTo = 0, 2
-		if r.serviceAccount == "" {
-			r.idFrom = 1
-		}
-		if r.user == nil {
-			r.idTo = 1
-		}
 	}
-	return r.idStore[r.idFrom:r.idTo]
+	from, to := 0, 2
+	if r.serviceAccount == "" {
+		from = 1
+	}
+	if r.user == nil {
+		to = 1
+	}
+	return r.idStore[from:to]
 }
 
 // userInfo is the identity as the authorizer and the rule resolver see it.
