@@ -171,6 +171,11 @@ func run(o options) error {
 
 	fmt.Printf("conformance: profile %s: %s; runner: %s\n", p.Name, p.Description, o.runner)
 	began := time.Now()
+	if p.AdmissionConfig != "" && !p.ImagePolicy {
+		if p.AdmissionConfig, err = snapshotAdmissionConfig(p.AdmissionConfig, filepath.Join(dir, "admission")); err != nil {
+			return err
+		}
+	}
 	if p.ImagePolicy {
 		backend, config, err := startImagePolicyBackend(dir)
 		if err != nil {
