@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestSnapshotAdmissionConfig(t *testing.T) {
@@ -19,17 +22,32 @@ func TestSnapshotAdmissionConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"name: EventRateLimit", "qps: 500", "path: exec.yaml", "path: persistentvolumelabel.yaml", "path: securitycontextdeny.yaml"} {
-		if !strings.Contains(string(got), want) {
-			t.Errorf("the copy lacks %q:\n%s", want, got)
+	original, err := os.ReadFile(filepath.Join("..", "..", allCompatibleConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every entry is kept: inline configuration as it was, a path as the
+	// name of a copy beside the new file, with the same content.
+	want, have := pluginEntries(t, original), pluginEntries(t, got)
+	if len(have) != len(want) {
+		t.Fatalf("the copy has %d plugin entries, the original %d", len(have), len(want))
+	}
+	for i := range want {
+		path, _ := want[i]["path"].(string)
+		if path == "" {
+			if !reflect.DeepEqual(have[i], want[i]) {
+				t.Errorf("plugins[%d]: the copy has %v, the original %v", i, have[i], want[i])
+			}
+			continue
 		}
-	}
-	if strings.Contains(string(got), "path: ../") {
-		t.Errorf("the copy still points into the repository:\n%s", got)
-	}
-	for _, name := range []string{"exec.yaml", "persistentvolumelabel.yaml", "securitycontextdeny.yaml"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			t.Error(err)
+		copied, _ := have[i]["path"].(string)
+		if copied != filepath.Base(path) {
+			t.Errorf("plugins[%d]: the copy's path is %q, want %q", i, copied, filepath.Base(path))
+		}
+		a, errA := os.ReadFile(filepath.Join("..", "..", filepath.Dir(allCompatibleConfig), path))
+		b, errB := os.ReadFile(filepath.Join(dir, copied))
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Errorf("plugins[%d]: %s and its copy differ (%v, %v)", i, path, errA, errB)
 		}
 	}
 
@@ -69,4 +87,16 @@ func TestSnapshotAdmissionConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "plugins[0] (C)") {
 		t.Errorf("got %v, want an error naming plugins[0] (C)", err)
 	}
+}
+
+// pluginEntries are an AdmissionConfiguration's plugins entries.
+func pluginEntries(t *testing.T, data []byte) []map[string]any {
+	t.Helper()
+	var doc struct {
+		Plugins []map[string]any `json:"plugins"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Plugins
 }
