@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/turnstile-k8s/turnstile/pkg/admission/configfile"
 )
 
 // snapshotAdmissionConfig copies a profile's AdmissionConfiguration and the
@@ -29,29 +32,28 @@ func snapshotAdmissionConfig(config, dir string) (string, error) {
 		return "", err
 	}
 	plugins, _ := doc["plugins"].([]any)
-	copied := map[string]string{} // copy's name: the file it came from
+	resolved := configfile.EntrySources(config) // paths as the apiserver resolves them
+	copied := map[string]string{}               // copy's name: the file it came from
 	for i, entry := range plugins {
 		plugin, _ := entry.(map[string]any)
-		path, _ := plugin["path"].(string)
-		if path == "" {
+		if p, _ := plugin["path"].(string); p == "" {
 			continue
 		}
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(filepath.Dir(config), path)
-		}
-		name := filepath.Base(path)
-		if from, ok := copied[name]; ok && from != path {
+		name, _ := plugin["name"].(string)
+		path := strings.TrimPrefix(resolved[name], "path ")
+		base := filepath.Base(path)
+		if from, ok := copied[base]; ok && from != path {
 			return "", fmt.Errorf("%s: plugins[%d] (%v): %s and %s have the same name", config, i, plugin["name"], from, path)
 		}
-		copied[name] = path
+		copied[base] = path
 		content, err := os.ReadFile(path)
 		if err != nil {
 			return "", fmt.Errorf("%s: plugins[%d] (%v): %w", config, i, plugin["name"], err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, base), content, 0o644); err != nil {
 			return "", err
 		}
-		plugin["path"] = name
+		plugin["path"] = base
 	}
 	out, err := yaml.Marshal(doc)
 	if err != nil {
