@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,12 +42,12 @@ func snapshotAdmissionConfig(config, dir string) (string, error) {
 		path := strings.TrimPrefix(resolved[name], "path ")
 		base := filepath.Base(path)
 		if from, ok := copied[base]; ok && from != path {
-			return "", fmt.Errorf("%s: plugins[%d] (%v): %s and %s have the same name", config, i, plugin["name"], from, path)
+			return "", fmt.Errorf("%s: plugins[%d] (%v): %s and %s have the same name", config, i, name, from, path)
 		}
 		copied[base] = path
 		content, err := os.ReadFile(path)
 		if err != nil {
-			return "", fmt.Errorf("%s: plugins[%d] (%v): %w", config, i, plugin["name"], err)
+			return "", fmt.Errorf("%s: plugins[%d] (%v): %w", config, i, name, err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, base), content, 0o644); err != nil {
 			return "", err
@@ -61,5 +60,5 @@ func snapshotAdmissionConfig(config, dir string) (string, error) {
 	}
 	header := []byte(fmt.Sprintf("# A copy of %s for one run; each path entry names a copy beside it.\n", config))
 	target := filepath.Join(dir, filepath.Base(config))
-	return target, os.WriteFile(target, bytes.Join([][]byte{header, out}, nil), 0o644)
+	return target, os.WriteFile(target, append(header, out...), 0o644)
 }
