@@ -168,11 +168,18 @@ func (p *Provider) Name() string { return p.name }
 // subject's defaultedFields without reading the strategies or the pod: a
 // requester who may use many policies has Mutates asked of each, and in a
 // loaded apiserver reading five strategies per policy was cache misses
-// that cost more than the rest of the plugin. Only a policy that adds or
-// drops capabilities looks at the containers. TestMutatesAgreesWithMutatePod
-// holds the two to the same answer.
+// that cost more than the rest of the plugin. A policy without defaults
+// needs none of the subject's unset fields, and only a policy that adds
+// or drops capabilities looks at the containers.
+// TestMutatesAgreesWithMutatePod holds the two to the same answer.
 func (p *Provider) Mutates(s *Subject) bool {
-	if p.defaults&s.unset != 0 || s.seccompFromAnnotation {
+	if s.copiesSeccompAnnotation() {
+		return true
+	}
+	if p.defaults == 0 {
+		return false
+	}
+	if p.defaults&s.unsetFields() != 0 {
 		return true
 	}
 	if !s.linux || p.defaults&capabilitiesField == 0 {
@@ -362,6 +369,9 @@ func (p *Provider) Admits(s *Subject) bool {
 // validate runs the checks in v1.24's order: the pod's, then each
 // container's.
 func (p *Provider) validate(s *Subject, c *errs.Collector) {
+	if p.strict(seccompCheck) || p.strict(appArmorCheck) {
+		s.profiles()
+	}
 	pod := s.Pod
 	psc := pod.Spec.SecurityContext
 	if psc == nil {

@@ -12,6 +12,14 @@ import (
 // effective profiles that do not depend on the policy are worked out once
 // per request, not once per policy. It must be rebuilt when the pod changes.
 //
+// What only some policies read is worked out on first use: the profiles
+// (read by policies that restrict seccomp or AppArmor), the unset fields
+// (by policies with defaults), and whether a seccomp annotation is copied
+// (by Mutates). A Validate of a pod admitted by a policy like the
+// documentation's privileged one, which has no defaults and restricts no
+// profile, then reads none of them: working them out for every request
+// was a quarter of the plugin's CPU in a loaded apiserver.
+//
 // A Subject is a value that its caller keeps on its stack: in a loaded
 // apiserver's profiles, allocating the two heap objects it was (the
 // Subject and its containers) was a ninth of the plugin's CPU. So it
@@ -19,15 +27,19 @@ import (
 // pointer into itself (which would move it to the heap): containers
 // slices the array when asked.
 type Subject struct {
-	Pod     *api.Pod
+	Pod   *api.Pod
+	linux bool
+	// known are the parts worked out so far.
+	known subjectParts
+	// seccomp is the pod's effective seccomp profile (profilesPart).
 	seccomp string
-	linux   bool
 	// unset are the fields that a policy's defaults would fill: the
-	// pod's, and each container's where any container leaves it unset;
+	// pod's, and each container's where any container leaves it unset
+	// (unsetPart). Provider.Mutates reads them instead of the pod.
+	unset defaultedFields
 	// seccompFromAnnotation is set when every policy would copy a
 	// deprecated seccomp annotation (the pod's or a container's) into
-	// its field. Provider.Mutates reads them instead of the pod.
-	unset                 defaultedFields
+	// its field (annotationPart).
 	seccompFromAnnotation bool
 	// The init, regular and ephemeral containers, in that order: the
 	// first n in inline, or all of them in more when they do not fit.
@@ -35,6 +47,15 @@ type Subject struct {
 	inline [inlineContainers]container
 	more   []container
 }
+
+// subjectParts are the parts of a Subject worked out on first use.
+type subjectParts uint8
+
+const (
+	profilesPart   subjectParts = 1 << iota // seccomp, and each container's seccomp and apparmor
+	unsetPart                               // unset
+	annotationPart                          // seccompFromAnnotation
+)
 
 // inlineContainers is how many containers a Subject holds without an
 // allocation: an init container and three others, as the benchmarks' pod.
@@ -81,8 +102,9 @@ const (
 type container struct {
 	*api.Container
 	path, scPath *field.Path
-	seccomp      string
-	apparmor     string
+	// The effective profiles, once Subject.profiles has run.
+	seccomp  string
+	apparmor string
 }
 
 // seccompPath and apparmorPath are where the container's deprecated
@@ -138,50 +160,18 @@ func containerPaths(l, i int) (path, scPath *field.Path) {
 // its address, and keep the value on their stack.
 func NewSubject(pod *api.Pod) Subject {
 	spec := &pod.Spec
-	s := Subject{
-		Pod:     pod,
-		seccomp: seccomp.PodProfile(pod),
-	}
+	s := Subject{Pod: pod, linux: !isWindows(pod)}
 	if n := len(spec.InitContainers) + len(spec.Containers) + len(spec.EphemeralContainers); n > inlineContainers {
 		s.more = make([]container, 0, n)
 	}
-	s.linux = !isWindows(pod)
-	if psc := spec.SecurityContext; s.linux {
-		if psc == nil || psc.SupplementalGroups == nil {
-			s.unset |= supplementalGroupsField
-		}
-		if psc == nil || psc.FSGroup == nil {
-			s.unset |= fsGroupField
-		}
-		if psc == nil || psc.SELinuxOptions == nil {
-			s.unset |= seLinuxField
-		}
-		if !seccomp.PodHasProfile(pod) {
-			s.unset |= seccompField
-		}
-		s.seccompFromAnnotation = seccomp.PodAnnotationField(pod) != nil
-	}
-	if spec.RuntimeClassName == nil {
-		s.unset |= runtimeClassField
-	}
 	add := func(l, i int, c *api.Container) {
 		path, scPath := containerPaths(l, i)
-		ctr := container{
-			Container: c,
-			path:      path,
-			scPath:    scPath,
-			seccomp:   seccomp.ContainerProfile(pod, c.Name, c.SecurityContext),
-			apparmor:  apparmor.ContainerProfile(pod, c.Name, c.SecurityContext),
-		}
+		ctr := container{Container: c, path: path, scPath: scPath}
 		if s.more != nil {
 			s.more = append(s.more, ctr)
 		} else {
 			s.inline[s.n] = ctr
 			s.n++
-		}
-		s.unset |= ctr.unset(spec.SecurityContext, s.linux)
-		if s.linux && seccomp.ContainerAnnotationField(pod, c.Name, c.SecurityContext) != nil {
-			s.seccompFromAnnotation = true
 		}
 	}
 	for i := range spec.InitContainers {
@@ -194,6 +184,87 @@ func NewSubject(pod *api.Pod) Subject {
 		add(2, i, (*api.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	return s
+}
+
+// profiles works out the effective seccomp profiles of the pod and its
+// containers, and their AppArmor profiles, once.
+func (s *Subject) profiles() {
+	if s.known&profilesPart != 0 {
+		return
+	}
+	s.known |= profilesPart
+	pod := s.Pod
+	s.seccomp = seccomp.PodProfile(pod)
+	containers := s.containers()
+	for i := range containers {
+		c := &containers[i]
+		c.seccomp = seccomp.ContainerProfile(pod, c.Name, c.SecurityContext)
+		c.apparmor = apparmor.ContainerProfile(pod, c.Name, c.SecurityContext)
+	}
+}
+
+// unsetFields returns the fields that a policy's defaults would fill,
+// worked out once. It is small enough to be inlined in Mutates, which is
+// asked of many policies; workOutUnset is not.
+func (s *Subject) unsetFields() defaultedFields {
+	if s.known&unsetPart == 0 {
+		s.workOutUnset()
+	}
+	return s.unset
+}
+
+func (s *Subject) workOutUnset() {
+	s.known |= unsetPart
+	s.profiles()
+	pod := s.Pod
+	psc := pod.Spec.SecurityContext
+	if s.linux {
+		if psc == nil || psc.SupplementalGroups == nil {
+			s.unset |= supplementalGroupsField
+		}
+		if psc == nil || psc.FSGroup == nil {
+			s.unset |= fsGroupField
+		}
+		if psc == nil || psc.SELinuxOptions == nil {
+			s.unset |= seLinuxField
+		}
+		if !seccomp.PodHasProfile(pod) {
+			s.unset |= seccompField
+		}
+	}
+	if pod.Spec.RuntimeClassName == nil {
+		s.unset |= runtimeClassField
+	}
+	containers := s.containers()
+	for i := range containers {
+		s.unset |= containers[i].unset(psc, s.linux)
+	}
+}
+
+// copiesSeccompAnnotation reports, worked out once, whether every policy
+// would copy a deprecated seccomp annotation into its field.
+func (s *Subject) copiesSeccompAnnotation() bool {
+	if s.known&annotationPart == 0 {
+		s.workOutAnnotation()
+	}
+	return s.seccompFromAnnotation
+}
+
+func (s *Subject) workOutAnnotation() {
+	s.known |= annotationPart
+	pod := s.Pod
+	if !s.linux || len(pod.Annotations) == 0 {
+		return
+	}
+	s.seccompFromAnnotation = seccomp.PodAnnotationField(pod) != nil
+	containers := s.containers()
+	for i := range containers {
+		if s.seccompFromAnnotation {
+			break
+		}
+		c := &containers[i]
+		s.seccompFromAnnotation = seccomp.ContainerAnnotationField(pod, c.Name, c.SecurityContext) != nil
+	}
 }
 
 // unset returns the container fields that the container leaves unset,
