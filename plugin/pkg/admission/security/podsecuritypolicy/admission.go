@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -519,7 +518,6 @@ type requester struct {
 	idsBuilt bool
 	calls    int         // authorizer calls so far, which the tests count
 	cache    *rulesCache // rules listed, and answers given, for earlier requests
-	now      time.Time   // set on the first look at the cache (clock)
 }
 
 // identity is the pod's service account or the requesting user, as the
@@ -741,7 +739,7 @@ func (r *requester) rulesFor(id *identity) *identityRules {
 	} else {
 		var buf [128]byte // the key, on the stack when it fits
 		key := r.key(id, buf[:0])
-		if id.rules = r.cache.get(key, r.clock()); id.rules == nil {
+		if id.rules = r.cache.get(key); id.rules == nil {
 			gen := r.cache.current()
 			id.rules = listRules(r.ctx, r.resolver, r.userInfo(id), r.namespace)
 			r.cache.put(key, gen, id.rules)
@@ -756,14 +754,6 @@ func (r *requester) key(id *identity, buf []byte) identityKey {
 		return userKey(buf, r.user, r.namespace)
 	}
 	return serviceAccountKey(buf, r.namespace, r.serviceAccount)
-}
-
-// clock is the time of the request's first look at the rules cache.
-func (r *requester) clock() time.Time {
-	if r.now.IsZero() {
-		r.now = r.cache.now()
-	}
-	return r.now
 }
 
 // unlisted stands for the rules of an identity that the authorizer

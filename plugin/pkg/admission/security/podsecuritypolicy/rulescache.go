@@ -25,19 +25,16 @@ import (
 // moment after the authorizer's own listers have it: the same informers,
 // one hand-off later. Rules and answers also depend on the authorizer
 // chain, which an authorization configuration reload can change without
-// an RBAC event: maxAge bounds how long such a change can go unseen.
+// an RBAC event: a timer bumps the generation every maxAge too, which
+// bounds how long such a change can go unseen. (A request used to read
+// the clock to check each entry's age instead: a clock read per admission
+// phase, on a virtual machine a twentieth of the plugin's CPU.)
 type rulesCache struct {
 	generation atomic.Uint64
 	answers    atomic.Int64 // answers kept since the cache last started over
 	mu         sync.Mutex
-	gen        uint64                 // the generation the entries were listed in
-	entries    map[string]cachedRules // by identityKey
-	now        func() time.Time
-}
-
-type cachedRules struct {
-	rules  *identityRules
-	listed time.Time
+	gen        uint64                    // the generation the entries were listed in
+	entries    map[string]*identityRules // by identityKey
 }
 
 const (
@@ -45,23 +42,27 @@ const (
 	// cache starts over.
 	maxCachedIdentities = 4096
 	maxCachedAnswers    = 16384
-	// maxAge is how long listed rules, and the answers kept with them,
-	// are used without an RBAC event.
+	// maxAge is the longest that listed rules, and the answers kept with
+	// them, are used without an RBAC event.
 	maxAge = 10 * time.Second
 )
 
+// newRulesCache returns an empty cache that starts over every maxAge.
 func newRulesCache() *rulesCache {
-	return &rulesCache{entries: map[string]cachedRules{}, now: monotonicNow}
+	c := &rulesCache{entries: map[string]*identityRules{}}
+	c.expireEvery(maxAge)
+	return c
 }
 
-// clockBase anchors monotonicNow.
-var clockBase = time.Now()
-
-// monotonicNow is the time as the monotonic clock alone tells it: one clock
-// read where time.Now makes two (wall and monotonic), and on a virtual
-// machine each costs as much as a rules cache hit. The cache only ever
-// subtracts two of these times.
-func monotonicNow() time.Time { return clockBase.Add(time.Since(clockBase)) }
+// expireEvery bumps the generation every d, for as long as the process
+// runs (one timer per registration of the plugin), as an RBAC event
+// would: entries listed before the bump are not used after it.
+func (c *rulesCache) expireEvery(d time.Duration) {
+	time.AfterFunc(d, func() {
+		c.generation.Add(1)
+		c.expireEvery(d)
+	})
+}
 
 // watch bumps the generation on every event of the RBAC informers of f.
 func (c *rulesCache) watch(f informers.SharedInformerFactory) error {
@@ -97,21 +98,14 @@ func (c *rulesCache) handler() cache.ResourceEventHandlerFuncs {
 // current is the generation to pass to put for rules listed from now on.
 func (c *rulesCache) current() uint64 { return c.generation.Load() }
 
-// get returns the rules listed for key in the current generation, if any,
-// and not older than maxAge at now. A request reads the clock once for all
-// its identities (requester.clock): on a virtual machine a clock read
-// costs as much as the rest of a cache hit.
-func (c *rulesCache) get(key identityKey, now time.Time) *identityRules {
+// get returns the rules listed for key in the current generation, if any.
+func (c *rulesCache) get(key identityKey) *identityRules {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.currentLocked() {
 		return nil
 	}
-	e, ok := c.entries[string(key)] // a lookup: no copy of the key
-	if !ok || now.Sub(e.listed) > maxAge {
-		return nil
-	}
-	return e.rules
+	return c.entries[string(key)] // a lookup: no copy of the key
 }
 
 // put stores rules listed in generation gen, unless an RBAC event has
@@ -121,9 +115,9 @@ func (c *rulesCache) put(key identityKey, gen uint64, rules *identityRules) {
 	defer c.mu.Unlock()
 	if c.currentLocked(); gen == c.gen { // else listed before an RBAC event
 		if len(c.entries) >= maxCachedIdentities {
-			c.entries = map[string]cachedRules{}
+			c.entries = map[string]*identityRules{}
 		}
-		c.entries[string(key)] = cachedRules{rules: rules, listed: c.now()}
+		c.entries[string(key)] = rules
 	}
 }
 
@@ -150,7 +144,7 @@ func (c *rulesCache) keep(rules *identityRules, group int, policy string, allowe
 // generation. c.mu must be held.
 func (c *rulesCache) currentLocked() bool {
 	if gen := c.generation.Load(); gen != c.gen {
-		c.gen, c.entries = gen, map[string]cachedRules{}
+		c.gen, c.entries = gen, map[string]*identityRules{}
 		c.answers.Store(0)
 		return false
 	}
