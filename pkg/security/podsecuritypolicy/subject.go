@@ -217,7 +217,6 @@ func (s *Subject) unsetFields() defaultedFields {
 
 func (s *Subject) workOutUnset() {
 	s.known |= unsetPart
-	s.profiles()
 	pod := s.Pod
 	psc := pod.Spec.SecurityContext
 	if s.linux {
@@ -239,7 +238,7 @@ func (s *Subject) workOutUnset() {
 	}
 	containers := s.containers()
 	for i := range containers {
-		s.unset |= containers[i].unset(psc, s.linux)
+		s.unset |= containers[i].unset(pod, s.linux)
 	}
 }
 
@@ -271,8 +270,8 @@ func (s *Subject) workOutAnnotation() {
 
 // unset returns the container fields that the container leaves unset,
 // of those policies default on the pod's OS (linux or not).
-func (c *container) unset(psc *api.PodSecurityContext, linux bool) defaultedFields {
-	sc := c.SecurityContext
+func (c *container) unset(pod *api.Pod, linux bool) defaultedFields {
+	sc, psc := c.SecurityContext, pod.Spec.SecurityContext
 	var unset defaultedFields
 	if effective(sc, psc, runAsNonRoot) == nil && effective(sc, psc, runAsUser) == nil {
 		unset |= runAsNonRootField
@@ -286,9 +285,7 @@ func (c *container) unset(psc *api.PodSecurityContext, linux bool) defaultedFiel
 	if effective(sc, psc, runAsGroup) == nil {
 		unset |= runAsGroupField
 	}
-	// c.apparmor is the annotation's profile when neither field is set:
-	// apparmor.ContainerHasProfile, without a second look-up.
-	if c.apparmor == "" && (sc == nil || sc.AppArmorProfile == nil) && (psc == nil || psc.AppArmorProfile == nil) {
+	if !apparmor.ContainerHasProfile(pod, c.Name, sc) {
 		unset |= appArmorField
 	}
 	if sc == nil || sc.ReadOnlyRootFilesystem == nil {
