@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	psapolicy "k8s.io/pod-security-admission/policy"
 
 	pspclient "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned"
@@ -29,6 +31,10 @@ import (
 )
 
 func main() {
+	// convert and verify run upstream's admission policy plugins in-process,
+	// whose informers log their progress: kubectl psp prints its own.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	if err := newCommand(os.Stdout, os.Stderr).Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
@@ -115,7 +121,10 @@ func newCommand(out, errOut io.Writer) *cobra.Command {
 			for _, ns := range c.report.Namespaces {
 				namespaces = append(namespaces, ns.Name)
 			}
-			v, err := pspmigration.Verify(cmd.Context(), c.decider, judge, c.rbac, c.workloads, namespaces)
+			started := time.Now()
+			v, err := pspmigration.Verify(cmd.Context(), c.decider, judge, c.rbac, c.workloads, namespaces, func(done, total int) {
+				fmt.Fprintf(errOut, "verify: %d of %d creations decided (%s)\n", done, total, time.Since(started).Round(time.Second))
+			})
 			if err != nil {
 				return err
 			}
@@ -178,9 +187,6 @@ func readCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, errO
 		fmt.Fprintln(errOut, "warning: the cluster does not serve admissionregistration.k8s.io/v1 mutatingadmissionpolicies: the output lists, per workload, the fields its manifest must now set")
 	}
 	policies := c.decider.Policies()
-	if len(policies) > pspmigration.ExactPolicies {
-		fmt.Fprintf(errOut, "warning: the cluster has %d PodSecurityPolicies: a pod that passes the checks of more than %d of them that none of its principals may use, before one that admits it, exceeds CEL's cost budget, and the replacement refuses it (docs/psp-migration.md)\n", len(policies), pspmigration.ExactPolicies)
-	}
 	c.replacement, err = pspmigration.Convert(policies, c.report, mutating)
 	return c, err
 }

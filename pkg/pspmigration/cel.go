@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/utils/ptr"
 
@@ -24,18 +25,61 @@ import (
 // defaults would leave it (what PodSecurityPolicy judges when it chooses
 // a policy that mutates, and so what chooses the MutatingAdmissionPolicy).
 
-// celValid is the policy's verdict on the pod, strict or defaulted.
-func celValid(psp *policy.PodSecurityPolicy, defaulted bool) string {
+// celValid is the policy's verdict on the pod, strict or defaulted: its
+// checks, each interned in a (nil: written out).
+func celValid(psp *policy.PodSecurityPolicy, defaulted bool, a *atoms) string {
 	g := celGen{spec: &psp.Spec, annotations: psp.Annotations, def: defaulted}
-	return and(append(g.podChecks(), allContainers(and(g.containerChecks()...)))...)
+	var parts []string
+	for _, check := range g.podChecks() {
+		parts = append(parts, a.ref(check))
+	}
+	for _, check := range g.containerChecks() {
+		parts = append(parts, a.ref(allContainers(check)))
+	}
+	return and(parts...)
 }
 
 // celMutates is true when the policy's defaults would change the pod: when
 // PodSecurityPolicy tries it only after every policy that takes the pod as
-// it is.
-func celMutates(psp *policy.PodSecurityPolicy) string {
+// it is. Its conditions are interned in a (nil: written out).
+func celMutates(psp *policy.PodSecurityPolicy, a *atoms) string {
 	g := celGen{spec: &psp.Spec, annotations: psp.Annotations}
-	return or(append(g.podDefaults(), anyContainer(or(g.containerDefaults()...)))...)
+	var parts []string
+	for _, d := range g.podDefaults() {
+		parts = append(parts, a.ref(d))
+	}
+	for _, d := range g.containerDefaults() {
+		parts = append(parts, a.ref(anyContainer(d)))
+	}
+	return or(parts...)
+}
+
+// atoms are the checks of the policies one object holds, each a variable
+// of its own, evaluated once per request however many policies read it.
+// Policies share most checks (no host network, no privileged container,
+// the same volumes), and CEL's cost per request grows with what it
+// evaluates, so a group of policies costs about as much as its distinct
+// checks.
+type atoms struct {
+	names map[string]string // expression → variable
+	vars  []admissionv1.Variable
+}
+
+func newAtoms() *atoms { return &atoms{names: map[string]string{}} }
+
+// ref is the variable that holds expr, made if new; expr itself when a is
+// nil or expr is a constant.
+func (a *atoms) ref(expr string) string {
+	if a == nil || expr == "true" || expr == "false" {
+		return expr
+	}
+	name, ok := a.names[expr]
+	if !ok {
+		name = fmt.Sprintf("check%d", len(a.vars))
+		a.names[expr] = name
+		a.vars = append(a.vars, admissionv1.Variable{Name: name, Expression: expr})
+	}
+	return "variables." + name
 }
 
 type celGen struct {
@@ -58,21 +102,42 @@ func effective(field string) string {
 }
 
 // podSeccompName is the pod's seccomp profile by PodSecurityPolicy's name
-// for it: its field, else its annotation.
+// for it: its field, else its annotation; with the policy's default when
+// judging the defaulted pod and the pod names none.
 func (g celGen) podSeccompName() string {
-	name := fmt.Sprintf("%s.?seccompProfile.optMap(p, %s).orValue(%s.orValue(''))", podSC, seccompNames, podSeccomp)
 	if d := g.annotations[policy.SeccompDefaultProfileAnnotationKey]; g.def && d != "" {
-		// The policy sets its default when the pod names no profile.
-		name = fmt.Sprintf("(%s.?seccompProfile.hasValue() || %s.orValue('') != '' || !%s ? %s : %s)", podSC, podSeccomp, linux, name, quote(d))
+		return fmt.Sprintf("(variables.podSeccompSet || !%s ? variables.podSeccomp : %s)", linux, quote(d))
 	}
-	return name
+	return "variables.podSeccomp"
 }
 
 // containerSeccompName is the container's: its field, else its
 // annotation (set, even empty), else the pod's.
 func (g celGen) containerSeccompName() string {
-	return fmt.Sprintf("c.?securityContext.?seccompProfile.optMap(p, %s).orValue(object.metadata.?annotations[?('container.seccomp.security.alpha.kubernetes.io/' + c.name)].orValue(%s))",
-		seccompNames, g.podSeccompName())
+	return fmt.Sprintf("(size(variables.ownSeccomp[c.name]) > 0 ? variables.ownSeccomp[c.name][0] : %s)", g.podSeccompName())
+}
+
+// sharedVariables are what the checks and defaults of every policy read
+// the same way: computed once per request and object, not once per policy
+// (CEL's cost per request grows with the number of policies, so each
+// policy's part is kept small).
+func sharedVariables() []admissionv1.Variable {
+	return []admissionv1.Variable{
+		{Name: "linux", Expression: "object.spec.?os.?name.orValue('') != 'windows'"},
+		// Every container of the pod (containers, init containers,
+		// ephemeral containers) in one list: one comprehension per policy
+		// instead of three. The kinds' types differ, so it is dyn.
+		{Name: "containers", Expression: "dyn(object.spec.containers) + dyn(object.spec.?initContainers.orValue([])) + dyn(object.spec.?ephemeralContainers.orValue([]))"},
+		{Name: "podSeccomp", Expression: fmt.Sprintf("%s.?seccompProfile.optMap(p, %s).orValue(%s.orValue(''))", podSC, seccompNames, podSeccomp)},
+		{Name: "podSeccompSet", Expression: fmt.Sprintf("%s.?seccompProfile.hasValue() || %s.orValue('') != ''", podSC, podSeccomp)},
+		// By container name (unique across the kinds): its own seccomp
+		// profile name, field or annotation, as a list of one, or none.
+		{Name: "ownSeccomp", Expression: fmt.Sprintf("variables.containers.transformMapEntry(i, c, {c.name: c.?securityContext.?seccompProfile.optMap(p, %s).or(object.metadata.?annotations[?('container.seccomp.security.alpha.kubernetes.io/' + c.name)]).optMap(n, [n]).orValue([])})", seccompNames)},
+		// By container name: its AppArmor profile name: its field, else its
+		// annotation, else the pod's field.
+		{Name: "appArmor", Expression: fmt.Sprintf("variables.containers.transformMapEntry(i, c, {c.name: c.?securityContext.?appArmorProfile.optMap(p, %s).orValue(object.metadata.?annotations[?('container.apparmor.security.beta.kubernetes.io/' + c.name)].orValue('') != '' ? object.metadata.annotations['container.apparmor.security.beta.kubernetes.io/' + c.name] : %s.?appArmorProfile.optMap(p, %s).orValue(''))})",
+			seccompNames, podSC, seccompNames)},
+	}
 }
 
 func (g celGen) podChecks() []string {
@@ -267,10 +332,8 @@ func (g celGen) apparmor() string {
 	return fmt.Sprintf("%s in %s", name, list(strings.Split(raw, ",")))
 }
 
-func containerAppArmorName() string {
-	return fmt.Sprintf("c.?securityContext.?appArmorProfile.optMap(p, %s).orValue(object.metadata.?annotations[?('container.apparmor.security.beta.kubernetes.io/' + c.name)].orValue('') != '' ? object.metadata.annotations['container.apparmor.security.beta.kubernetes.io/' + c.name] : %s.?appArmorProfile.optMap(p, %s).orValue(''))",
-		seccompNames, podSC, seccompNames)
-}
+// containerAppArmorName is the container's AppArmor profile name.
+func containerAppArmorName() string { return "variables.appArmor[c.name]" }
 
 // capabilities is the capabilities strategy.
 func (g celGen) capabilities() string {
@@ -364,10 +427,7 @@ func (g celGen) volumes() string {
 				writable = append(writable, m)
 			}
 		}
-		readOnlyMounts := and(
-			"object.spec.containers.all(c, c.?volumeMounts.orValue([]).all(m, m.name != v.name || m.?readOnly.orValue(false)))",
-			"object.spec.?initContainers.orValue([]).all(c, c.?volumeMounts.orValue([]).all(m, m.name != v.name || m.?readOnly.orValue(false)))",
-			"object.spec.?ephemeralContainers.orValue([]).all(c, c.?volumeMounts.orValue([]).all(m, m.name != v.name || m.?readOnly.orValue(false)))")
+		readOnlyMounts := "variables.containers.all(c, c.?volumeMounts.orValue([]).all(m, m.name != v.name || m.?readOnly.orValue(false)))"
 		checks = append(checks, fmt.Sprintf("!has(v.hostPath) || [v.hostPath.path.endsWith('/') ? v.hostPath.path.substring(0, size(v.hostPath.path) - 1) : v.hostPath.path].all(h, %s && (%s || %s))",
 			or(any...), or(writable...), readOnlyMounts))
 	}
@@ -486,10 +546,7 @@ func allContainers(pred string) string {
 	if pred == "true" {
 		return pred
 	}
-	return and(
-		fmt.Sprintf("object.spec.containers.all(c, %s)", pred),
-		fmt.Sprintf("object.spec.?initContainers.orValue([]).all(c, %s)", pred),
-		fmt.Sprintf("object.spec.?ephemeralContainers.orValue([]).all(c, %s)", pred))
+	return fmt.Sprintf("variables.containers.all(c, %s)", pred)
 }
 
 // anyContainer holds pred for some container.
@@ -497,10 +554,7 @@ func anyContainer(pred string) string {
 	if pred == "false" {
 		return pred
 	}
-	return or(
-		fmt.Sprintf("object.spec.containers.exists(c, %s)", pred),
-		fmt.Sprintf("object.spec.?initContainers.orValue([]).exists(c, %s)", pred),
-		fmt.Sprintf("object.spec.?ephemeralContainers.orValue([]).exists(c, %s)", pred))
+	return fmt.Sprintf("variables.containers.exists(c, %s)", pred)
 }
 
 // and joins conjuncts, dropping those that are always true.
@@ -543,158 +597,3 @@ func list[S ~string](items []S) string {
 
 // quote is a CEL string literal.
 func quote(s string) string { return strconv.Quote(s) }
-
-// celDefaults is the apply configuration that sets the policy's defaults
-// on the fields a pod leaves unset (Provider.MutatePod), or "" for a
-// policy without defaults. Fields are set only where they are unset, so a
-// container or security context the policy leaves alone is not created.
-// Capabilities are lists that server-side apply replaces whole, which an
-// apply configuration may not do; celCapabilities sets them.
-func celDefaults(psp *policy.PodSecurityPolicy) string {
-	g := celGen{spec: &psp.Spec, annotations: psp.Annotations}
-	s := g.spec
-	var pod []field
-	// supplementalGroups is a list: celPatches sets it.
-	if s.FSGroup.Rule == policy.FSGroupStrategyMustRunAs {
-		pod = append(pod, field{"fsGroup", fmt.Sprintf("%s && !%s.?fsGroup.hasValue()", linux, podSC), fmt.Sprint(s.FSGroup.Ranges[0].Min)})
-	}
-	if o := s.SELinux.SELinuxOptions; s.SELinux.Rule == policy.SELinuxStrategyMustRunAs && o != nil {
-		pod = append(pod, field{"seLinuxOptions", fmt.Sprintf("%s && !%s.?seLinuxOptions.hasValue()", linux, podSC), seLinuxObject("Object.spec.securityContext.seLinuxOptions", o)})
-	}
-	// The pod's seccomp annotation becomes its field; else the default.
-	seccompFromAnnotation := fmt.Sprintf("%s && !%s.?seccompProfile.hasValue() && (%s.orValue('') in ['runtime/default', 'docker/default', 'unconfined'] || %s.orValue('').startsWith('localhost/') && size(%s.orValue('')) > 10)", linux, podSC, podSeccomp, podSeccomp, podSeccomp)
-	seccompValue := profileObject("Object.spec.securityContext.seccompProfile", podSeccomp+".orValue('')")
-	if d := g.annotations[policy.SeccompDefaultProfileAnnotationKey]; d != "" {
-		seccompFromAnnotation = fmt.Sprintf("%s && !%s.?seccompProfile.hasValue() && %s.orValue('') == '' || %s", linux, podSC, podSeccomp, seccompFromAnnotation)
-		seccompValue = fmt.Sprintf("(%s.orValue('') == '' ? %s : %s)", podSeccomp, profileObject("Object.spec.securityContext.seccompProfile", quote(d)), seccompValue)
-	}
-	pod = append(pod, field{"seccompProfile", seccompFromAnnotation, seccompValue})
-	var spec []field
-	if sc := object("Object.spec.securityContext", pod); sc.when != "false" {
-		spec = append(spec, field{"securityContext", sc.when, sc.value})
-	}
-	if s.RuntimeClass != nil && s.RuntimeClass.DefaultRuntimeClassName != nil {
-		spec = append(spec, field{"runtimeClassName", "!has(object.spec.runtimeClassName)", quote(*s.RuntimeClass.DefaultRuntimeClassName)})
-	}
-	for _, kind := range []string{"containers", "initContainers", "ephemeralContainers"} {
-		c := g.containerObject("Object.spec." + kind)
-		if c.when == "false" {
-			continue
-		}
-		items := fmt.Sprintf("object.spec.?%s.orValue([]).filter(c, %s).map(c, %s)", kind, c.when, c.value)
-		spec = append(spec, field{kind, fmt.Sprintf("object.spec.?%s.orValue([]).exists(c, %s)", kind, c.when), items})
-	}
-	if len(spec) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("Object{spec: %s}", object("Object.spec", spec).value)
-}
-
-// field is one field of an apply configuration: set to value when when
-// holds.
-type field struct{ name, when, value string }
-
-// object builds an apply configuration object of typ from optional
-// fields; it is wanted when any of them is.
-func object(typ string, fields []field) field {
-	var whens, inits []string
-	for _, f := range fields {
-		if f.when == "false" {
-			continue
-		}
-		whens = append(whens, f.when)
-		inits = append(inits, fmt.Sprintf("?%s: (%s) ? optional.of(%s) : optional.none()", f.name, f.when, f.value))
-	}
-	return field{when: or(whens...), value: typ + "{" + strings.Join(inits, ", ") + "}"}
-}
-
-// containerObject is a container's defaults, merged by its name.
-func (g celGen) containerObject(typ string) field {
-	s := g.spec
-	var sc []field
-	if s.RunAsUser.Rule == policy.RunAsUserStrategyMustRunAs {
-		sc = append(sc, field{"runAsUser", fmt.Sprintf("%s && !%s.hasValue()", linux, effective("runAsUser")), fmt.Sprint(s.RunAsUser.Ranges[0].Min)})
-	}
-	if s.RunAsGroup != nil && s.RunAsGroup.Rule == policy.RunAsGroupStrategyMustRunAs {
-		sc = append(sc, field{"runAsGroup", fmt.Sprintf("%s && !%s.hasValue()", linux, effective("runAsGroup")), fmt.Sprint(s.RunAsGroup.Ranges[0].Min)})
-	}
-	// No container's seLinuxOptions: the pod's default, set first, is
-	// every container's.
-	if d := g.annotations[policy.AppArmorDefaultProfileAnnotationKey]; d != "" {
-		sc = append(sc, field{"appArmorProfile", fmt.Sprintf("%s && %s == ''", linux, containerAppArmorName()), profileObject(typ+".securityContext.appArmorProfile", quote(d))})
-	}
-	annotation := "object.metadata.?annotations[?('container.seccomp.security.alpha.kubernetes.io/' + c.name)].orValue('')"
-	sc = append(sc, field{"seccompProfile",
-		fmt.Sprintf("%s && !c.?securityContext.?seccompProfile.hasValue() && (%s in ['runtime/default', 'docker/default', 'unconfined'] || %s.startsWith('localhost/') && size(%s) > 10)", linux, annotation, annotation, annotation),
-		profileObject(typ+".securityContext.seccompProfile", annotation)})
-	if s.RunAsUser.Rule == policy.RunAsUserStrategyMustRunAsNonRoot {
-		sc = append(sc, field{"runAsNonRoot", fmt.Sprintf("!%s.hasValue() && !%s.hasValue()", effective("runAsNonRoot"), effective("runAsUser")), "true"})
-	}
-	if s.ReadOnlyRootFilesystem {
-		sc = append(sc, field{"readOnlyRootFilesystem", linux + " && !c.?securityContext.?readOnlyRootFilesystem.hasValue()", "true"})
-	}
-	ape := s.DefaultAllowPrivilegeEscalation
-	if ape == nil && s.AllowPrivilegeEscalation != nil && !*s.AllowPrivilegeEscalation {
-		ape = s.AllowPrivilegeEscalation
-	}
-	if ape != nil {
-		sc = append(sc, field{"allowPrivilegeEscalation", linux + " && !c.?securityContext.?allowPrivilegeEscalation.hasValue()", fmt.Sprint(*ape)})
-	}
-	o := object(typ+".securityContext", sc)
-	return field{when: o.when, value: fmt.Sprintf("%s{name: c.name, ?securityContext: (%s) ? optional.of(%s) : optional.none()}", typ, o.when, o.value)}
-}
-
-// seLinuxObject is the policy's SELinux options.
-func seLinuxObject(typ string, o *api.SELinuxOptions) string {
-	var inits []string
-	for _, f := range [][2]string{{"user", o.User}, {"role", o.Role}, {"type", o.Type}, {"level", o.Level}} {
-		if f[1] != "" {
-			inits = append(inits, fmt.Sprintf("%s: %s", f[0], quote(f[1])))
-		}
-	}
-	return typ + "{" + strings.Join(inits, ", ") + "}"
-}
-
-// profileObject is a seccomp or AppArmor profile field from a profile
-// name (runtime/default, docker/default, unconfined, localhost/NAME).
-func profileObject(typ, name string) string {
-	return fmt.Sprintf("[%s].map(n, n == 'unconfined' ? %s{type: 'Unconfined'} : n.startsWith('localhost/') ? %s{type: 'Localhost', localhostProfile: n.substring(10)} : %s{type: 'RuntimeDefault'})[0]", name, typ, typ, typ)
-}
-
-// celPatches is the JSON patch that sets the defaults that are lists,
-// which server-side apply replaces whole and an apply configuration may
-// not: the pod's supplementalGroups and each container's capabilities; ""
-// when the policy has none. It reads the pod before the apply
-// configuration changes it.
-func celPatches(psp *policy.PodSecurityPolicy) string {
-	g := celGen{spec: &psp.Spec}
-	s := g.spec
-	var patches []string
-	if r := s.SupplementalGroups; r.Rule == policy.SupplementalGroupsStrategyMustRunAs {
-		patches = append(patches, fmt.Sprintf(`(%s && !%s.?supplementalGroups.hasValue() ? [has(object.spec.securityContext) ?
-  JSONPatch{op: 'add', path: '/spec/securityContext/supplementalGroups', value: [%d]} :
-  JSONPatch{op: 'add', path: '/spec/securityContext', value: {'supplementalGroups': [%d]}}] : [])`, linux, podSC, r.Ranges[0].Min, r.Ranges[0].Min))
-	}
-	grows := g.capsGrow()
-	if grows == "" {
-		return strings.Join(patches, " +\n")
-	}
-	add, drop := "c.?securityContext.?capabilities.?add.orValue([])", "c.?securityContext.?capabilities.?drop.orValue([])"
-	// As Go's capabilities.Generate: sorted, each once.
-	newAdd, newDrop := add, drop
-	if len(s.DefaultAddCapabilities) > 0 {
-		newAdd = fmt.Sprintf("(%s + %s.filter(x, !(x in %s))).distinct().sort()", add, list(s.DefaultAddCapabilities), drop)
-	}
-	if len(s.RequiredDropCapabilities) > 0 {
-		newDrop = fmt.Sprintf("(%s + %s).distinct().sort()", drop, list(s.RequiredDropCapabilities))
-	}
-	caps := fmt.Sprintf("{?'add': size(%s) > 0 ? optional.of(dyn(%s)) : optional.none(), ?'drop': size(%s) > 0 ? optional.of(dyn(%s)) : optional.none()}", newAdd, newAdd, newDrop, newDrop)
-	for _, kind := range []string{"containers", "initContainers", "ephemeralContainers"} {
-		items := fmt.Sprintf("object.spec.?%s.orValue([])", kind)
-		patches = append(patches, fmt.Sprintf(`lists.range(size(%s)).filter(i, [%s[i]].all(c, %s && %s)).map(i, [%s[i]].map(c, has(c.securityContext) ?
-  JSONPatch{op: 'add', path: '/spec/%s/' + string(i) + '/securityContext/capabilities', value: %s} :
-  JSONPatch{op: 'add', path: '/spec/%s/' + string(i) + '/securityContext', value: {'capabilities': %s}})[0])`,
-			items, items, linux, grows, items, kind, caps, kind, caps))
-	}
-	return strings.Join(patches, " +\n")
-}

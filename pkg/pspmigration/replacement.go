@@ -3,6 +3,7 @@ package pspmigration
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,7 @@ type Judge struct {
 	mutating   *mutating.Plugin
 	validating *validating.Plugin
 	evaluator  psapolicy.Evaluator
+	mu         sync.Mutex // guards levels
 	levels     map[string]psaapi.Level
 	stop       chan struct{}
 }
@@ -50,14 +52,17 @@ type Judge struct {
 // cluster's RBAC, as PodSecurityPolicy's Decider asks it).
 func NewJudge(r *Replacement, schemas openapi.Client, authz authorizer.Authorizer) (*Judge, error) {
 	// The policies as the API stores them: defaulted.
-	vap, vapBinding := r.Validating.DeepCopy(), r.Binding.DeepCopy()
-	admissiondefaults.SetObjectDefaults_ValidatingAdmissionPolicy(vap)
-	admissiondefaults.SetObjectDefaults_ValidatingAdmissionPolicyBinding(vapBinding)
-	objects := []runtime.Object{vap, vapBinding}
+	var objects []runtime.Object
 	j := &Judge{levels: map[string]psaapi.Level{}, stop: make(chan struct{})}
 	for _, ns := range r.Namespaces {
 		objects = append(objects, ns)
 		j.levels[ns.Name] = psaapi.Level(ns.Labels[psaapi.EnforceLevelLabel])
+	}
+	for i := range r.Validating {
+		policy, binding := r.Validating[i].DeepCopy(), r.ValidatingBindings[i].DeepCopy()
+		admissiondefaults.SetObjectDefaults_ValidatingAdmissionPolicy(policy)
+		admissiondefaults.SetObjectDefaults_ValidatingAdmissionPolicyBinding(binding)
+		objects = append(objects, policy, binding)
 	}
 	for i := range r.Mutating {
 		policy, binding := r.Mutating[i].DeepCopy(), r.MutatingBindings[i].DeepCopy()
@@ -130,21 +135,16 @@ type Verdict struct {
 // Decide creates pod in namespace as requester, through the mutating
 // policies, the validating policy and Pod Security Admission.
 func (j *Judge) Decide(ctx context.Context, namespace string, requester user.Info, pod *corev1.Pod) (Verdict, error) {
-	if _, known := j.levels[namespace]; !known {
-		// A namespace the report did not reach (no workloads, only
-		// grants): it has no label, and the policies may look it up.
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-		if _, err := j.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-			return Verdict{}, err
-		}
-		j.levels[namespace] = psaapi.LevelPrivileged
+	level, err := j.namespace(ctx, namespace)
+	if err != nil {
+		return Verdict{}, err
 	}
 	pod = pod.DeepCopy()
 	pod.Namespace = namespace
 	attrs := admission.NewAttributesRecord(pod, nil, corev1.SchemeGroupVersion.WithKind("Pod"), namespace, pod.Name,
 		corev1.SchemeGroupVersion.WithResource("pods"), "", admission.Create, &metav1.CreateOptions{}, false, requester)
 	o := admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme)
-	if err := j.mutating.Admit(ctx, attrs, o); err != nil {
+	if err := j.admit(ctx, attrs, o); err != nil {
 		return Verdict{Pod: pod, Refusal: "MutatingAdmissionPolicy: " + err.Error()}, nil
 	}
 	mutated, ok := attrs.GetObject().(*corev1.Pod)
@@ -154,12 +154,78 @@ func (j *Judge) Decide(ctx context.Context, namespace string, requester user.Inf
 	if err := j.validating.Validate(ctx, attrs, o); err != nil {
 		return Verdict{Pod: mutated, Refusal: err.Error()}, nil
 	}
-	level := j.levels[namespace]
 	agg := psapolicy.AggregateCheckResults(j.evaluator.EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, &mutated.ObjectMeta, &mutated.Spec))
 	if !agg.Allowed {
 		return Verdict{Pod: mutated, Refusal: fmt.Sprintf("PodSecurity %q: %s", level, agg.ForbiddenDetail())}, nil
 	}
 	return Verdict{Pod: mutated}, nil
+}
+
+// namespace is namespace's Pod Security Admission level. A namespace the
+// report did not reach (no workloads, only grants) has no label, and the
+// policies may look it up, so it is made.
+func (j *Judge) namespace(ctx context.Context, namespace string) (psaapi.Level, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if level, known := j.levels[namespace]; known {
+		return level, nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if _, err := j.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	j.levels[namespace] = psaapi.LevelPrivileged
+	return psaapi.LevelPrivileged, nil
+}
+
+// level is namespace's Pod Security Admission level, as the report set it.
+func (j *Judge) level(namespace string) psaapi.Level {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.levels[namespace]
+}
+
+// DecideEphemeral adds containers to pod's ephemeral containers, as
+// kubectl debug does through pods/ephemeralcontainers, as requester: the
+// mutating policies see the pod the request sends, and the validating
+// policies the pod storage would keep (the stored pod with only its
+// ephemeral containers taken from the request), as the apiserver runs them.
+func (j *Judge) DecideEphemeral(ctx context.Context, namespace string, requester user.Info, pod *corev1.Pod, containers ...corev1.EphemeralContainer) (string, error) {
+	old := pod.DeepCopy()
+	old.Namespace = namespace
+	updated := old.DeepCopy()
+	updated.Spec.EphemeralContainers = append(updated.Spec.EphemeralContainers, containers...)
+	kind, resource := corev1.SchemeGroupVersion.WithKind("Pod"), corev1.SchemeGroupVersion.WithResource("pods")
+	attrs := admission.NewAttributesRecord(updated, old, kind, namespace, pod.Name, resource, "ephemeralcontainers", admission.Update, &metav1.UpdateOptions{}, false, requester)
+	o := admission.NewObjectInterfacesFromScheme(clientgoscheme.Scheme)
+	if err := j.admit(ctx, attrs, o); err != nil {
+		return "MutatingAdmissionPolicy: " + err.Error(), nil
+	}
+	sent, ok := attrs.GetObject().(*corev1.Pod)
+	if !ok {
+		return "", fmt.Errorf("the mutating policies returned a %T", attrs.GetObject())
+	}
+	kept := old.DeepCopy()
+	kept.Spec.EphemeralContainers = sent.Spec.EphemeralContainers
+	validated := admission.NewAttributesRecord(kept, old, kind, namespace, pod.Name, resource, "ephemeralcontainers", admission.Update, &metav1.UpdateOptions{}, false, requester)
+	if err := j.validating.Validate(ctx, validated, o); err != nil {
+		return err.Error(), nil
+	}
+	return "", nil
+}
+
+// admit runs the mutating policies as the apiserver's admission chain
+// does: once, and again when a policy changed the pod and another asks to
+// be reinvoked.
+func (j *Judge) admit(ctx context.Context, attrs admission.Attributes, o admission.ObjectInterfaces) error {
+	if err := j.mutating.Admit(ctx, attrs, o); err != nil {
+		return err
+	}
+	if rc := attrs.GetReinvocationContext(); rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		return j.mutating.Admit(ctx, attrs, o)
+	}
+	return nil
 }
 
 // withSchemas is a fake clientset whose discovery serves OpenAPI v3

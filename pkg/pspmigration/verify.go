@@ -3,8 +3,13 @@ package pspmigration
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -54,10 +59,13 @@ type Disagreement struct {
 
 // Verify decides every workload, as its controller creates its pods, and
 // every corpus sample of every policy, as each principal the policy is
-// granted to (in its namespaces, or in every namespace of the report for
-// a grant everywhere), both ways.
-func Verify(ctx context.Context, decider *pspadmission.Decider, judge *Judge, rbac *RBAC, workloads []*Workload, namespaces []string) (*Verification, error) {
-	v := &Verification{}
+// granted to (in its namespaces, or, for a grant everywhere, in the
+// namespaces of the report where that differs: namespacesToTry), both
+// ways, on every core. progress, when not nil, is told every few seconds
+// how many of how many creations are decided: a cluster with many
+// policies takes minutes (docs/psp-migration.md).
+func Verify(ctx context.Context, decider *pspadmission.Decider, judge *Judge, rbac *RBAC, workloads []*Workload, namespaces []string, progress func(done, total int)) (*Verification, error) {
+	var cases []creation
 	for _, w := range workloads {
 		pod := &corev1.Pod{ObjectMeta: w.Template.ObjectMeta, Spec: w.Template.Spec}
 		if pod.Name == "" {
@@ -69,28 +77,25 @@ func Verify(ctx context.Context, decider *pspadmission.Decider, judge *Judge, rb
 			sa := serviceaccount.UserInfo(ns, name, "")
 			requester = &user.DefaultInfo{Name: sa.GetName(), Groups: append(sa.GetGroups(), user.AllAuthenticated)}
 		}
-		if err := v.compare(ctx, decider, judge, w.Ref(), w.Namespace, requester, w.Creator != "", pod); err != nil {
-			return nil, err
-		}
+		cases = append(cases, creation{w.Ref(), w.Namespace, requester, w.Creator != "", pod})
 	}
 	grants := map[string]Grants{}
 	for _, p := range decider.Policies() {
 		grants[p.Name] = rbac.Grants(ctx, p.Name)
 	}
-	everywhere := namespacesToTry(grants, namespaces, judge.levels)
 	for _, p := range decider.Policies() {
-		grants := grants[p.Name]
+		granted := grants[p.Name]
 		type scope struct {
 			namespace string
 			principal Principal
 		}
 		var scopes []scope
-		for _, principal := range grants.Cluster {
-			for _, ns := range everywhere {
+		for _, principal := range granted.Cluster {
+			for _, ns := range namespacesToTry(principal, grants, namespaces, judge.level) {
 				scopes = append(scopes, scope{ns, principal})
 			}
 		}
-		for ns, principals := range grants.Namespaces {
+		for ns, principals := range granted.Namespaces {
 			for _, principal := range principals {
 				scopes = append(scopes, scope{ns, principal})
 			}
@@ -100,44 +105,109 @@ func Verify(ctx context.Context, decider *pspadmission.Decider, judge *Judge, rb
 		})
 		for _, sample := range Corpus(p) {
 			for _, s := range scopes {
-				if err := v.compare(ctx, decider, judge, fmt.Sprintf("policy %q: %s", p.Name, sample.Name), s.namespace, requesterOf(s.principal), true, sample.Pod); err != nil {
-					return nil, err
+				cases = append(cases, creation{fmt.Sprintf("policy %q: %s", p.Name, sample.Name), s.namespace, requesterOf(s.principal), true, sample.Pod})
+			}
+		}
+	}
+	return decideAll(ctx, decider, judge, cases, progress)
+}
+
+// creation is one pod created, decided both ways: by requester (known:
+// PodSecurityPolicy counts its grants; else only the pod's service
+// account's, as for a bare pod whose creator nobody recorded).
+type creation struct {
+	name, namespace string
+	requester       user.Info
+	known           bool
+	pod             *corev1.Pod
+}
+
+// decideAll decides the creations on every core, and lists the
+// disagreements in the creations' order.
+func decideAll(ctx context.Context, decider *pspadmission.Decider, judge *Judge, cases []creation, progress func(done, total int)) (*Verification, error) {
+	found := make([]*Disagreement, len(cases))
+	next, done := atomic.Int64{}, atomic.Int64{}
+	if progress != nil {
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for {
+				select {
+				case <-tick.C:
+					progress(int(done.Load()), len(cases))
+				case <-stop:
+					return
 				}
 			}
+		}()
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	for range runtime.GOMAXPROCS(0) {
+		g.Go(func() error {
+			for i := int(next.Add(1) - 1); i < len(cases); i = int(next.Add(1) - 1) {
+				c := cases[i]
+				d, err := compare(ctx, decider, judge, c.name, c.namespace, c.requester, c.known, c.pod)
+				if err != nil {
+					return err
+				}
+				found[i] = d
+				done.Add(1)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	v := &Verification{Cases: len(cases)}
+	for _, d := range found {
+		if d != nil {
+			v.Disagreements = append(v.Disagreements, *d)
 		}
 	}
 	return v, nil
 }
 
-// namespacesToTry are where a principal granted a policy everywhere is
-// tried: every namespace where a grant names it (a RoleBinding, or a
-// service account of it), and of the others, which differ only in their
-// Pod Security Admission level, one per level.
-func namespacesToTry(grants map[string]Grants, namespaces []string, levels map[string]psaapi.Level) []string {
-	named := map[string]bool{}
-	for _, g := range grants {
-		for ns := range g.Namespaces {
-			named[ns] = true
-		}
-		for _, p := range g.Cluster {
-			if ns, ok := principalNamespace(p); ok {
-				named[ns] = true
-			}
-		}
-	}
+// progressEvery is how often Verify tells its progress.
+const progressEvery = 5 * time.Second
+
+// namespacesToTry are where principal, granted a policy everywhere, is
+// tried: its own namespace (a service account's), and every namespace
+// where a grant counts for it or for the corpus pods' service account
+// ("default"), so that another policy may win there; of the others, which
+// differ only in their Pod Security Admission level, one per level.
+func namespacesToTry(principal Principal, grants map[string]Grants, namespaces []string, level func(string) psaapi.Level) []string {
+	own, _ := principalNamespace(principal)
 	var out []string
 	seenLevel := map[psaapi.Level]bool{}
 	for _, ns := range namespaces {
-		if named[ns] {
+		if ns == own || grantedIn(ns, grants, requesterOf(principal), serviceaccount.UserInfo(ns, "default", "")) {
 			out = append(out, ns)
 			continue
 		}
-		if level := levels[ns]; !seenLevel[level] {
-			seenLevel[level] = true
+		if l := level(ns); !seenLevel[l] {
+			seenLevel[l] = true
 			out = append(out, ns)
 		}
 	}
 	return out
+}
+
+// grantedIn reports whether a grant in namespace ns, of any policy, names
+// one of who, or a group of theirs.
+func grantedIn(ns string, grants map[string]Grants, who ...user.Info) bool {
+	for _, g := range grants {
+		for _, p := range g.Namespaces[ns] {
+			for _, u := range who {
+				if p == User(u.GetName()) || slices.ContainsFunc(u.GetGroups(), func(group string) bool { return p == Group(group) }) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // principalNamespace is the namespace a service account principal, or
@@ -164,9 +234,9 @@ func requesterOf(p Principal) user.Info {
 	return &user.DefaultInfo{Name: "kubectl-psp:member-of:" + group, Groups: []string{group, user.AllAuthenticated}}
 }
 
-// compare decides one creation both ways and records a disagreement.
-func (v *Verification) compare(ctx context.Context, decider *pspadmission.Decider, judge *Judge, name, namespace string, requester user.Info, known bool, pod *corev1.Pod) error {
-	v.Cases++
+// compare decides one creation both ways, and returns how they disagree,
+// or nil.
+func compare(ctx context.Context, decider *pspadmission.Decider, judge *Judge, name, namespace string, requester user.Info, known bool, pod *corev1.Pod) (*Disagreement, error) {
 	if pod.Spec.ServiceAccountName == "" {
 		// As the ServiceAccount admission plugin sets it, before either.
 		pod = pod.DeepCopy()
@@ -174,7 +244,7 @@ func (v *Verification) compare(ctx context.Context, decider *pspadmission.Decide
 	}
 	internal := &api.Pod{}
 	if err := corev1conversion.Convert_v1_Pod_To_core_Pod(pod, internal, nil); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	pspRequester := requester
 	if !known {
@@ -182,11 +252,11 @@ func (v *Verification) compare(ctx context.Context, decider *pspadmission.Decide
 	}
 	d, err := decider.Decide(ctx, namespace, pspRequester, internal)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r, err := judge.Decide(ctx, namespace, requester, pod)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	got := Disagreement{Case: name, Namespace: namespace, Requester: requester.GetName(), Replacement: "admitted"}
 	if d.Refusal != "" {
@@ -206,7 +276,7 @@ func (v *Verification) compare(ctx context.Context, decider *pspadmission.Decide
 		// Both admit: the pods must come out the same.
 		mutated := &api.Pod{}
 		if err := corev1conversion.Convert_v1_Pod_To_core_Pod(r.Pod, mutated, nil); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		admitted := internal
 		if d.Pod != nil {
@@ -214,13 +284,17 @@ func (v *Verification) compare(ctx context.Context, decider *pspadmission.Decide
 		}
 		admitted = admitted.DeepCopy()
 		admitted.Namespace = namespace
+		// As PodSecurityPolicy's Admit records its choice.
+		if admitted.Annotations == nil {
+			admitted.Annotations = map[string]string{}
+		}
+		admitted.Annotations[pspadmission.ValidatedPSPAnnotation] = d.Policy
 		if got.Fields = pspadmission.ChangedFields(admitted, mutated); len(got.Fields) == 0 {
-			return nil
+			return nil, nil
 		}
 		got.Replacement = "admitted, with other values"
 	default:
-		return nil
+		return nil, nil
 	}
-	v.Disagreements = append(v.Disagreements, got)
-	return nil
+	return &got, nil
 }

@@ -19,8 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/openapi/openapitest"
-	api "k8s.io/kubernetes/pkg/apis/core"
-	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
 
@@ -67,7 +65,7 @@ func TestVerify(t *testing.T) {
 	t.Parallel() // each compiles its own replacement: seconds of CPU
 	ctx := context.Background()
 	decider, rbac, judge := verifySetup(t)
-	v, err := Verify(ctx, decider, judge, rbac, nil, []string{"kube-system", "team", "apps"})
+	v, err := Verify(ctx, decider, judge, rbac, nil, []string{"kube-system", "team", "apps"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +158,7 @@ func TestReplacementFollowsRBAC(t *testing.T) {
 			{"builder", member("ci"), hostPath("builder")},
 		} {
 			v := &Verification{}
-			if err := v.compare(ctx, decider, judge, c.name, "team", c.requester, true, c.pod); err != nil {
+			if err := v.add(compare(ctx, decider, judge, c.name, "team", c.requester, true, c.pod)); err != nil {
 				t.Fatal(err)
 			}
 			for _, d := range v.Disagreements {
@@ -177,13 +175,15 @@ func TestReplacementFollowsRBAC(t *testing.T) {
 	}
 }
 
-// The replacement decides exactly while a pod passes at most
-// ExactPolicies policies that its principals may not use before the one
-// that admits it (here the last by name, usable by the pod's service
-// account through the extensions group: four authorizer calls); one more
-// exceeds CEL's cost budget, and the replacement refuses where
-// PodSecurityPolicy admits.
-func TestAuthorizerBudget(t *testing.T) {
+// A pod that passes the checks of 100 policies that none of its principals
+// may use, before the one that admits it (the last by name, usable by the
+// pod's service account through the extensions group, the last of the four
+// authorizer calls), is admitted by that policy as PodSecurityPolicy admits
+// it, created by someone who may use nothing and by the controller of a
+// Deployment; with the grant gone it is refused, as PodSecurityPolicy
+// refuses it. No request runs out of CEL's budget, as one policy that
+// tried them all did past six.
+func TestManyUnusablePolicies(t *testing.T) {
 	t.Parallel() // each compiles its own replacement: seconds of CPU
 	ctx := context.Background()
 	permissive := func(name string) *policyv1beta1.PodSecurityPolicy {
@@ -195,6 +195,17 @@ func TestAuthorizerBudget(t *testing.T) {
 			FSGroup:            policyv1beta1.FSGroupStrategyOptions{Rule: policyv1beta1.FSGroupStrategyRunAsAny},
 		}}
 	}
+	// zz sets a default, so that the pod comes out changed.
+	usable := permissive("zz")
+	usable.Spec.DefaultAllowPrivilegeEscalation = ptr.To(false)
+	objects := []runtime.Object{usable}
+	for i := range 100 {
+		objects = append(objects, permissive(fmt.Sprintf("a%03d", i)))
+	}
+	policies, err := Policies(ctx, pspfake.NewSimpleClientset(objects...))
+	if err != nil {
+		t.Fatal(err)
+	}
 	grant := []runtime.Object{
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use-zz"}, Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"extensions"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}, ResourceNames: []string{"zz"}}}},
@@ -202,48 +213,54 @@ func TestAuthorizerBudget(t *testing.T) {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "use-zz"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "builder", Namespace: "t"}}},
 	}
-	rbac, err := ReadRBAC(ctx, fake.NewClientset(grant...))
+	authz := &switchable{}
+	decider, _ := pspadmission.NewDecider(policies, authz.authorizer())
+	r, err := Convert(decider.Policies(), &Report{}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	judge, err := NewJudge(r, upstreamSchemas(t), authz.authorizer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer judge.Close()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{ServiceAccountName: "builder",
 		Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-	requester := &user.DefaultInfo{Name: "someone", Groups: []string{user.AllAuthenticated}}
-	for _, unusable := range []int{ExactPolicies, ExactPolicies + 1} {
-		objects := []runtime.Object{permissive("zz")}
-		for i := range unusable {
-			objects = append(objects, permissive(fmt.Sprintf("a%02d", i)))
+	requesters := []user.Info{
+		&user.DefaultInfo{Name: "someone", Groups: []string{user.AllAuthenticated}},
+		&user.DefaultInfo{Name: "system:serviceaccount:kube-system:replicaset-controller",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", user.AllAuthenticated}},
+	}
+	for _, granted := range []bool{true, false} {
+		rbacObjects := grant
+		if !granted {
+			rbacObjects = nil
 		}
-		policies, err := Policies(ctx, pspfake.NewSimpleClientset(objects...))
+		rbac, err := ReadRBAC(ctx, fake.NewClientset(rbacObjects...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		decider, _ := pspadmission.NewDecider(policies, rbac.Authorizer)
-		r, err := Convert(decider.Policies(), &Report{}, true)
-		if err != nil {
-			t.Fatal(err)
+		authz.set(rbac.Authorizer)
+		for _, requester := range requesters {
+			v := &Verification{}
+			if err := v.add(compare(ctx, decider, judge, "100 unusable policies first", "t", requester, true, pod)); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range v.Disagreements {
+				t.Errorf("granted %t, as %s: PodSecurityPolicy: %s; replacement: %s %v", granted, d.Requester, d.PodSecurityPolicy, d.Replacement, d.Fields)
+			}
+			verdict, err := judge.Decide(ctx, "t", requester, pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := verdict.Pod.Annotations["kubernetes.io/psp"]; granted && got != "zz" {
+				t.Errorf("as %s: kubernetes.io/psp %q, want zz (refusal %q)", requester.GetName(), got, verdict.Refusal)
+			}
+			t.Logf("granted %t, as %s: kubernetes.io/psp %q, refusal %q", granted, requester.GetName(), verdict.Pod.Annotations["kubernetes.io/psp"], verdict.Refusal)
+			if strings.Contains(verdict.Refusal, "budget") {
+				t.Errorf("as %s: %s", requester.GetName(), verdict.Refusal)
+			}
 		}
-		judge, err := NewJudge(r, upstreamSchemas(t), rbac.Authorizer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		internal := &api.Pod{}
-		if err := corev1conversion.Convert_v1_Pod_To_core_Pod(pod, internal, nil); err != nil {
-			t.Fatal(err)
-		}
-		d, err := decider.Decide(ctx, "t", requester, internal)
-		if err != nil || d.Policy != "zz" {
-			t.Fatalf("%d unusable policies: PodSecurityPolicy decided %+v, %v; want admitted by zz", unusable, d, err)
-		}
-		v, err := judge.Decide(ctx, "t", requester, pod)
-		judge.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if within := unusable <= ExactPolicies; (v.Refusal == "") != within {
-			t.Errorf("%d passing policies the pod may not use before zz: the replacement's refusal %q, want admitted %t", unusable, v.Refusal, within)
-		}
-		t.Logf("%d unusable policies first: the replacement says %q", unusable, v.Refusal)
 	}
 }
 
@@ -324,8 +341,17 @@ func BenchmarkVerify(b *testing.B) {
 	ctx := context.Background()
 	decider, rbac, judge := verifySetup(b)
 	for b.Loop() {
-		if _, err := Verify(ctx, decider, judge, rbac, nil, []string{"kube-system", "team", "apps"}); err != nil {
+		if _, err := Verify(ctx, decider, judge, rbac, nil, []string{"kube-system", "team", "apps"}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// add counts a creation that compare decided, with its disagreement.
+func (v *Verification) add(d *Disagreement, err error) error {
+	v.Cases++
+	if d != nil {
+		v.Disagreements = append(v.Disagreements, *d)
+	}
+	return err
 }

@@ -219,8 +219,9 @@ func TestPSPMigration(t *testing.T) {
 		if len(told) != 1 || told[0] != want {
 			t.Errorf("warnings %q, want %q", told, want)
 		}
-		if plain.Annotations["kubernetes.io/psp"] != "" {
-			t.Errorf("PodSecurityPolicy in warn mode still recorded a policy: %v", plain.Annotations)
+		// The replacement records its choice as PodSecurityPolicy did.
+		if got := plain.Annotations["kubernetes.io/psp"]; got != "restricted" {
+			t.Errorf("the replacement recorded %q, want restricted: %v", got, plain.Annotations)
 		}
 		lu.mustKubectl(t, "-n", "apps", "wait", "--for=condition=Ready", "pod/plain", "--timeout=2m")
 	})
@@ -240,8 +241,8 @@ func TestPSPMigration(t *testing.T) {
 			if a, b := securitySettings(old), securitySettings(after); a != b {
 				t.Errorf("%s %s/%s: PodSecurityPolicy gave its pod\n  %s\nthe replacement gives\n  %s", w.kind, w.namespace, w.name, a, b)
 			}
-			if after.Annotations["kubernetes.io/psp"] != "" {
-				t.Errorf("%s/%s: a policy recorded in warn mode: %v", w.namespace, w.name, after.Annotations)
+			if a, b := old.Annotations["kubernetes.io/psp"], after.Annotations["kubernetes.io/psp"]; a != b {
+				t.Errorf("%s/%s: the replacement recorded %q, PodSecurityPolicy %q", w.namespace, w.name, b, a)
 			}
 		}
 		waitRunning(t, "apps", "nightly", switched) // the CronJob's pod ran

@@ -86,3 +86,25 @@ func (d *Decider) Decide(ctx context.Context, namespace string, requester user.I
 	}
 	return Decision{Policy: name, Pod: allowed, Changed: ChangedFields(pod, allowed)}, nil
 }
+
+// DecideEphemeral judges adding containers to pod's ephemeral containers
+// (kubectl debug, through pods/ephemeralcontainers) by requester, as
+// Validate does: some policy the requester or the pod's service account
+// may use, the one pod's kubernetes.io/psp names first, must admit the pod
+// with them unchanged. It returns "" when admitted, else the refusal.
+func (d *Decider) DecideEphemeral(ctx context.Context, namespace string, requester user.Info, pod *api.Pod, containers ...api.EphemeralContainer) (string, error) {
+	old := pod.DeepCopy()
+	old.Namespace = namespace
+	updated := old.DeepCopy()
+	updated.Spec.EphemeralContainers = append(updated.Spec.EphemeralContainers, containers...)
+	a := admission.NewAttributesRecord(updated, old, api.Kind("Pod").WithVersion("v1"), namespace, pod.Name,
+		api.Resource("pods").WithVersion("v1"), "ephemeralcontainers", admission.Update, &metav1.UpdateOptions{}, false, requester)
+	allowed, _, errs, err := d.plugin.choose(ctx, a, updated, false, updated.Annotations[ValidatedPSPAnnotation])
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%s: %w", PluginName, err)
+	case allowed == nil:
+		return fmt.Sprintf("%s: unable to validate pod: %v", PluginName, errs.all()), nil
+	}
+	return "", nil
+}
