@@ -1,3 +1,5 @@
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Turnstile: upstream kube-apiserver with every documented admission controller.
 # `make help` lists the targets.
 SHELL := /usr/bin/env bash

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # make test-bump: make bump's passing path, rehearsed before upstream ships
 # the release it will be used for. It makes the next patch of an older line
 # (LINE=, default the newest older line) out of the one the line pins: the

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # make bump LINE=1.Y VERSION=v1.Y.Z: moves one Kubernetes line (lines/README.md)
 # to an upstream release, everywhere, and keeps the move only if the gate
 # passes.

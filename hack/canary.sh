@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # make canary VERSION=v1.Y.Z[-beta.N]: tries main's bump to the next minor's
 # release (or pre-release) in a scratch clone of the committed tree, and
 # writes what breaks to _output/canary/<version>.md, without touching this

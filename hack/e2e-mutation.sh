@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Shows that the e2e suite can fail for each admission plugin: for every row
 # of the coverage table in test/e2e/README.md, it runs the tests the row
 # names with that plugin switched off in every apiserver the tests start

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Installs a Debian package when a command it provides is missing, as root or
 # through passwordless sudo, so that `make` targets need nothing set up by hand.
 #   hack/install-package.sh COMMAND PACKAGE

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Prints the -ldflags that stamp a binary's version, the way upstream's
 # release build does, on both component-base and client-go.
 #   hack/ldflags.sh turnstile   v1.37.2+turnstile.N  (our kube-apiserver)

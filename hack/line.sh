@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # What the go command needs to build one supported Kubernetes line
 # (lines/README.md). Main's line is the tree's own go.mod files; an older
 # line 1.Y is lines/1.Y/, used through -modfile, plus the build tags

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Pins k8s.io/kubernetes to one release and every k8s.io staging module to the
 # matching v0.Y.Z, by reading the replace block of that release's own go.mod.
 # Upstream's go.mod replaces each staging module with ./staging/src/...; as a

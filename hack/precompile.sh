@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # make test starts this in the background, at the lowest CPU priority, when
 # its first tier starts: it compiles into the build cache the packages the
 # later tiers need (each older line's, the nodes', the conformance suite's),

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # make test: every tier, stopping at the first that fails, then a table of
 # how long each took, so that the budget (docs/testing.md) can be read off
 # every run, CI's included. Each tier writes its end time to TIER_LOG (the

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the code generated from pkg/apis/policy (internal) and
 # pkg/apis/policy/v1beta1 (the wire version): deepcopy, conversion, defaulters,
 # prerelease lifecycle, OpenAPI definitions and protobuf; and from the

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Fails when the generated code (see hack/update-codegen.sh) is not what the
 # generators produce from the current sources. It regenerates into a copy of
 # the working tree, so the tree itself is never touched.

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The Turnstile Authors.
+# SPDX-License-Identifier: Apache-2.0
 # The checks behind `make verify`. Each failure says what to run to fix it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,6 +83,9 @@ done
 
 # No build output in git: no executable binary, no file over 2 MiB.
 go run ./hack/verify-tracked-files || fail=1
+
+# Every source file carries the license header (LICENSE, NOTICE).
+go run ./hack/verify-boilerplate || fail=1
 
 for script in hack/*.sh .ci/run; do
 	bash -n "$script" || { echo "verify: $script has a syntax error" >&2; fail=1; }

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command busybox-sh is /bin/sh in the busybox image the nodes run: it runs
 // busybox's ash, except in one case where ash would lose part of the
 // environment.

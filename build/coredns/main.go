@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command coredns is CoreDNS, at the version kubeadm deploys, with the
 // plugins a cluster's DNS uses and nothing else: kubeadm's default Corefile
 // (errors, health, ready, kubernetes, prometheus, forward, cache, loop,

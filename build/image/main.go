@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command image packs one static kube-apiserver into a FROM-scratch image,
 // without a Docker daemon, as a docker-archive tarball that `docker load`
 // and `ctr images import` read: `make image`, for the machine it runs on.

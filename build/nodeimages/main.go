@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command nodeimages writes the images a local Kubernetes node needs, so that
 // nothing is ever pulled: pause, upstream's e2e busybox and agnhost, and
 // CoreDNS, each a docker-archive tarball holding all of its names

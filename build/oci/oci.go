@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package oci builds the kube-apiserver's container images without a Docker
 // daemon: one FROM-scratch image per platform, holding the static binary at
 // /usr/local/bin/kube-apiserver as its entrypoint, written either as a

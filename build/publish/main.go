@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command publish pushes a release that `make release` wrote to a
 // registry, by digest, and signs and attests what it pushed with cosign:
 //

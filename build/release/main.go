@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command release assembles a Turnstile release from the kube-apiserver
 // binaries that `make release` cross-compiled into one directory, named
 // kube-apiserver-<os>-<arch>. Next to them it writes:

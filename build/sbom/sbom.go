@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sbom describes a built binary as an SPDX 2.3 document: the binary
 // itself, with its checksum, commit and platform, and every Go module linked
 // into it at the version that was built, with its package URL, plus the Go

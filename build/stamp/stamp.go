@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package stamp says what a built kube-apiserver is without running it: its
 // platform and module graph from the build information that Go embeds
 // (debug/buildinfo), and its version, commit and date from the -ldflags that

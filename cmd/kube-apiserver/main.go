@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kube-apiserver is upstream's kube-apiserver with Turnstile's
 // admission registry applied.
 package main

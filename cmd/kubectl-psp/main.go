@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kubectl-psp is the kubectl plugin for leaving PodSecurityPolicy
 // (`kubectl psp ...`): it reads the cluster through the usual kubeconfig
 // and writes nothing to it. See docs/psp-migration.md.

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bench runs Turnstile's kube-apiserver and vanilla upstream
 // kube-apiserver (built from the same module graph) alternately under the same
 // load and reports the ratio of every figure, so that a user can see what

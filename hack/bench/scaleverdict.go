@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // The scale benchmark's verdict: is a side's memory and p99 within 10% of

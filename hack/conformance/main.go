@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command conformance runs upstream's [Conformance] specs against a local
 // control plane with real nodes: hack/local-up -nodes 2 with the e2e
 // framework's images, under one of the profiles of profiles.go. e2e.test

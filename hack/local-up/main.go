@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command local-up runs a local control plane: our kube-apiserver on
 // embedded etcd, kube-controller-manager and kube-scheduler. The PKI,
 // kubeconfigs and command lines are kubeadm's own, produced by kubeadm's

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command verify-docs checks that the Markdown in the repository cannot rot
 // silently: every relative link and anchor resolves, every `make <target>`
 // a doc names is a target of the Makefile, and every flag a doc gives to

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command verify-e2e-coverage fails when an admission plugin our binary
 // registers has no end-to-end test. test/e2e/README.md holds the coverage
 // table: one row per registered plugin, naming the tests that prove it. The

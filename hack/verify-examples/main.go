@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command verify-examples checks examples/admission the way an operator
 // would: each example goes through `kube-apiserver --validate-only` (our
 // built binary) in an AdmissionConfiguration entry of its own, with its
@@ -34,6 +37,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "verify-examples: %v\n", err)
 		os.Exit(1)
 	}
+	missing, err := unlisted(filepath.Dir(*dir), "README.md")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "verify-examples: %v\n", err)
+		os.Exit(1)
+	}
+	problems = append(problems, missing...)
 	for _, p := range problems {
 		fmt.Fprintf(os.Stderr, "verify-examples: %s\n", p)
 	}
@@ -211,4 +220,29 @@ func validate(kubeAPIServer, dir, config string, plugins []string) ([]string, er
 
 func rel(dir, file string) string {
 	return filepath.Join(dir, filepath.Base(file))
+}
+
+// unlisted names each file under root (the examples folder) that its index
+// (examples/README.md, which says what each file configures and which page
+// explains it) does not link to.
+func unlisted(root, index string) ([]string, error) {
+	text, err := os.ReadFile(filepath.Join(root, index))
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil || rel == index {
+			return err
+		}
+		if !strings.Contains(string(text), "("+filepath.ToSlash(rel)+")") {
+			problems = append(problems, fmt.Sprintf("%s: %s does not list it (its plugin and the page that explains it)", filepath.Join(root, rel), filepath.Join(root, index)))
+		}
+		return nil
+	})
+	return problems, err
 }

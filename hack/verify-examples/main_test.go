@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -78,5 +81,34 @@ func TestCheckNeedsTheBinary(t *testing.T) {
 	_, _, err := check(dir, filepath.Join(dir, "no-such-kube-apiserver"), []string{"A"})
 	if err == nil || !strings.Contains(err.Error(), "is not built (make verify builds it)") {
 		t.Errorf("error %v, want one saying the binary is not built", err)
+	}
+}
+
+// A file the index does not link to is named; one it links to, in any
+// folder, is not.
+func TestUnlisted(t *testing.T) {
+	root := t.TempDir()
+	for path, text := range map[string]string{
+		"README.md":              "| [admission/a.yaml](admission/a.yaml) | A |\n| [other/b.yaml](other/b.yaml) | B |\n",
+		"admission/a.yaml":       "# Plugins: A\n",
+		"admission/planted.yaml": "# Plugins: C\n",
+		"other/b.yaml":           "kind: B\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, path), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := unlisted(root, "README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "planted.yaml") {
+		t.Errorf("unlisted = %q, want only planted.yaml", got)
+	}
+	if got, err := unlisted("../../examples", "README.md"); err != nil || len(got) > 0 {
+		t.Errorf("examples/README.md: %q, %v", got, err)
 	}
 }

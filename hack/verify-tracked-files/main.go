@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command verify-tracked-files fails when git tracks build output: an
 // executable binary (ELF, Mach-O, PE or WebAssembly, or any file with the
 // executable bit that holds NUL bytes) or a file larger than 2 MiB. A clone

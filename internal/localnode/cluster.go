@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package localnode runs real Kubernetes worker nodes on this machine for
 // the local control plane (`make run NODES=n`): each node is a network
 // namespace on a bridge of our own, holding Debian's containerd, the

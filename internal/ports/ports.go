@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ports checks, before a component is started on a fixed port,
 // that the port is free, and otherwise names the process holding it: on a
 // machine that already runs Kubernetes, 2379, 6443, 10250, 10257 and 10259

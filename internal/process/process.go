@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package process supervises the binaries that local-up, the e2e tests and
 // the benchmark start: output appended to a log file, readiness polling that
 // notices an early exit, and a stop that signals, waits, then kills.

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package admission adds Turnstile's restored admission plugins
 // (pkg/admission/restored) to upstream's kube-apiserver registry: it
 // registers them, splices them into upstream's recommended order where each

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package embeddedetcd runs etcd inside the kube-apiserver process, for a
 // laptop or CI control plane that should need nothing installed. Production
 // keeps upstream's --etcd-servers. The embedded member listens on loopback

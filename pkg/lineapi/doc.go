@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package lineapi holds the few places where the upstream APIs Turnstile
 // compiles against differ between the Kubernetes lines it supports (see
 // lines/README.md), so that the rest of the tree is one source for every

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package lineapi
 
 // HostNamespaces are the host's namespaces a pod may share.

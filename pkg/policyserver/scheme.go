@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package policyserver is the apiserver that serves policy/v1beta1
 // PodSecurityPolicy. It is a generic apiserver of its own, placed in the
 // delegation chain between upstream's aggregator and upstream's

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pspmigration is the way off PodSecurityPolicy that kubectl psp
 // offers: which policy admits each workload, what it changes, and which
 // Pod Security Standards level the workload meets, judged by the plugin's

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package staticpod reads the kube-apiserver's command line out of a kubeadm
 // static pod manifest (/etc/kubernetes/manifests/kube-apiserver.yaml) the
 // way the kubelet would run it, with the container's paths mapped back to

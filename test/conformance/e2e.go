@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package conformance is a module of its own from which `make conformance`
 // builds upstream's e2e.test (`go test -c k8s.io/kubernetes/test/e2e`) and
 // ginkgo at the pinned versions, so that the e2e framework's test-only

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package e2e drives the built binaries as a user would: real etcd, real
 // kube-apiserver processes, client-go and kubectl.
 package e2e

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ha runs a highly available control plane on this machine: three
 // nodes, each a network namespace with its own address, holding one etcd
 // member and one kube-apiserver, exactly as kubeadm's stacked topology lays

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vulncheck holds what make vulncheck runs, in a module of its own
 // so that its graph stays out of the apiserver's: govulncheck
 // (golang.org/x/vuln, the tool line), the project's vulnerability database

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package app builds the kube-apiserver command. Upstream's constructor
 // creates its options and their flags in one step, leaving no point at which
 // to add admission plugins, so we build the command here from upstream's

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command planted is Turnstile's kube-apiserver with a regression planted
 // in it on purpose: an admission plugin, on in every chain, that allocates
 // what --planted-allocation says on every pod create. The cost guard's

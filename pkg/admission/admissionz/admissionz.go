@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package admissionz serves /admissionz, in the style of upstream's z-pages
 // (/flagz, /statusz): the admission chain as it runs now, in order, with
 // each plugin's phases, whether it is on by default, whether a reload can

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package configfile checks the file given to --admission-control-config-file
 // before the apiserver starts, strictly, so that a mistake in it stops the
 // apiserver with an error that names the file, the plugin and the field.

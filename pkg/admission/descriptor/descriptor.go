@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package descriptor is how an admission plugin Turnstile wires describes
 // itself, once, beside its code, to the three parts that wire it: the
 // registry (pkg/admission: its registration and its place in upstream's

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pluginconfig decodes the configuration an admission plugin gets
 // from its entry in --admission-control-config-file. Decoding is strict:
 // unknown and duplicate fields, a wrong kind and an empty entry are errors

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package rejectedby names, in the audit event of a request that admission
 // refused, the plugin that refused it. Upstream v1.36 records a refusal only
 // as a metric label (apiserver_admission_controller_admission_duration_seconds

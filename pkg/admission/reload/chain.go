@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package reload applies a changed --admission-control-config-file to a
 // running apiserver without a restart.
 //

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package restored lists the admission plugins Turnstile restores, each by
 // the descriptor beside its code (pkg/admission/descriptor). The registry,
 // the configuration loader and the reload controller read this list: adding

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package nodesproxy holds get on nodes/proxy to what create on it
 // allows. The kubelet authorizes a WebSocket exec, attach or port-forward
 // (an HTTP GET that upgrades) as get on nodes/proxy, so a principal granted

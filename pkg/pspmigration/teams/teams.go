@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package teams builds a multi-tenant cluster's PodSecurityPolicies: one
 // policy per team, usable by its team's service account in its namespace,
 // that a restrictive pod of any team passes. The replacement's tests and

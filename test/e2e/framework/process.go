@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package framework starts the real binaries that e2e tests drive: etcd and
 // kube-apiserver as processes on free loopback ports, with a generated PKI,
 // and gives clients for any user. One server is shared by many tests; tests

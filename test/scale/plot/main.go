@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command plot draws the figures of `make bench-scale` into one PNG: a grid
 // of panels, each a metric against cluster size with one line per side. It
 // reads the panels from the JSON that hack/bench -scale writes

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command gate runs govulncheck over binaries and decides what fails the
 // build: a vulnerable function that the binary holds (govulncheck's
 // symbol-level finding, its reachability analysis) in a module older than

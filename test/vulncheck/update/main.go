@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command update writes the vulnerability database that make vulncheck
 // reads, test/vulncheck/vulndb, from the OSV entries of the Go
 // vulnerability database's own repository (golang.org/x/vulndb, whose

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package install registers the policy API group (the internal version and
 // policy/v1beta1) in a scheme. It is meant for a scheme of our own: upstream's
 // legacyscheme already holds a policy group (PodDisruptionBudget and

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package v1beta1 holds the policy/v1beta1 PodSecurityPolicy API as
 // Kubernetes v1.24 served it: the same JSON field names and the same
 // protobuf field numbers, so objects a v1.24 apiserver wrote to etcd decode

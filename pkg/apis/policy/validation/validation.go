@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package validation checks PodSecurityPolicy objects as the Kubernetes
 // v1.24 apiserver did on create and update: the same rules, in the same
 // order, with the same field paths and messages, including the paths v1.24

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package podsecuritypolicy is the REST storage of policy/v1beta1
 // PodSecurityPolicy: a generic registry store with v1.24's strategy
 // (cluster-scoped, validated by pkg/apis/policy/validation, unconditional

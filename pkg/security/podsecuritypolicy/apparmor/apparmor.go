@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package apparmor holds a PodSecurityPolicy's AppArmor rules, given by the
 // policy's annotations. Profiles are compared in the annotation form
 // (runtime/default, unconfined, localhost/<name>). Since v1.30 the profile

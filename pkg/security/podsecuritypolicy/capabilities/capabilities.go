@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package capabilities holds a PodSecurityPolicy's capability rules:
 // capabilities added by default, capabilities every container must drop,
 // and those a container may add. Names are compared as exact strings, so

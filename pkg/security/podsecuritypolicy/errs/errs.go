@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package errs collects the field errors of a policy check. A pod is tried
 // against many policies and usually refused by most of them, so a check can
 // also run in quick mode, where it stops at the first error and builds none:

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package group holds the MustRunAs, MayRunAs and RunAsAny strategies that
 // PodSecurityPolicy applies to runAsGroup, fsGroup and supplementalGroups,
 // and the ID range checks that the user strategy shares.

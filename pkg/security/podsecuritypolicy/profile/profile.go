@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package profile maps seccomp and AppArmor profile fields to the names the
 // deprecated annotations and a PodSecurityPolicy's lists use, and back.
 // Both fields share their type names (RuntimeDefault, Unconfined,

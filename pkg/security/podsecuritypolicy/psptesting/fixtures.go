@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package psptesting holds the PodSecurityPolicy fixtures of the conformance
 // cases (removed-plugins-spec.md 4.9), shared by the tests of the providers
 // and of the admission plugin. Only tests import it.

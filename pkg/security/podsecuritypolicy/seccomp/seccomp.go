@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package seccomp holds a PodSecurityPolicy's seccomp rules, given by the
 // policy's annotations. Profiles are compared in the annotation form
 // (runtime/default, unconfined, localhost/<path>). Since v1.25 nodes read

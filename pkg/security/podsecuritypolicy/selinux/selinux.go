@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package selinux holds the SELinux strategies of a PodSecurityPolicy:
 // MustRunAs (exactly the policy's options) and RunAsAny.
 package selinux

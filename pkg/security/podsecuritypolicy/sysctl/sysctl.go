@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sysctl holds a PodSecurityPolicy's sysctl rules: forbidden
 // sysctls, the safe set every pod may use, and allowed unsafe sysctls.
 package sysctl

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package user holds the runAsUser strategies of a PodSecurityPolicy:
 // MustRunAs (a UID in the ranges), MustRunAsNonRoot and RunAsAny.
 package user

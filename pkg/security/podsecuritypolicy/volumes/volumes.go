@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package volumes checks a pod's volumes against a PodSecurityPolicy: the
 // allowed volume types, host path prefixes, Flexvolume drivers and inline
 // CSI drivers.

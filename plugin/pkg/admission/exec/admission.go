@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package exec restores the DenyEscalatingExec and DenyExecOnPrivileged
 // admission plugins that upstream removed in v1.21. Both deny exec and
 // attach into pods with more privilege than a user who may exec should

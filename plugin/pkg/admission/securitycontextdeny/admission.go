@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package securitycontextdeny restores the SecurityContextDeny admission
 // plugin that upstream removed in v1.30. It rejects pods that set the four
 // original securityContext fields (supplementalGroups, seLinuxOptions,

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package podsecuritypolicy is the PodSecurityPolicy admission plugin that
 // Kubernetes removed in v1.25, restored: it admits a pod only if a
 // PodSecurityPolicy that the pod's service account or the requesting user

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package podsecuritypolicy
 
 // The 48 conformance cases of removed-plugins-spec.md 4.9, each test named

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package podsecuritypolicy
 
 // The deliberate v1.36 differences from v1.24 (removed-plugins-spec.md

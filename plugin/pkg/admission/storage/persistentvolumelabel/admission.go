@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package persistentvolumelabel restores the PersistentVolumeLabel admission
 // plugin that upstream removed in v1.31. It gives a new PersistentVolume the
 // zone and region labels of the disk behind it, and a node affinity that

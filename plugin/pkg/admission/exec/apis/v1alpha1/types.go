@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package v1alpha1 is the configuration of the DenyEscalatingExec and
 // DenyExecOnPrivileged admission plugins, given in either plugin's
 // --admission-control-config-file entry:

@@ -1,3 +1,6 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package v1alpha1 holds the PersistentVolumeLabel plugin's two API types:
 // its configuration, given in the plugin's --admission-control-config-file
 // entry, and the review it sends to an optional lookup webhook.
