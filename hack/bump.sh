@@ -108,7 +108,11 @@ kubeadm_const() {
 # the docs among them, since a patch bump moves the version in every doc
 # (make verify refuses one that names a version no line pins).
 mapfile -t docs < <(git ls-files '*.md')
-touched=("${gomods[@]}" "${gomods[@]/%.mod/.sum}" lines/supported lines/README.md test/conformance/e2e.go "${docs[@]}")
+# Held pairs (lines/README.md): files written for the next minor before it
+# shipped, whose constraints a move of main to it rewrites.
+held=()
+[[ $mode != main-minor ]] || mapfile -t held < <(hack/held.sh "$line" list)
+touched=("${gomods[@]}" "${gomods[@]/%.mod/.sum}" lines/supported lines/README.md test/conformance/e2e.go "${docs[@]}" "${held[@]}")
 for f in "${touched[@]}"; do
 	[[ -f $f ]] || continue
 	mkdir -p "$work/saved/$(dirname "$f")"
@@ -121,7 +125,10 @@ restore() {
 	[[ $mode != main-minor ]] || rm -rf "lines/$main"
 }
 
-# 1. The pins.
+# 1. The pins, and the held pairs' constraints: k8s_next_1.Y (the next
+# minor's file) becomes the line scheme's !k8s_before_1.Y, and its
+# counterpart the old line's k8s_before_1.Y.
+[[ $mode != main-minor ]] || hack/held.sh "$line"
 if [[ $mode == main-minor ]]; then
 	# The minor main leaves stays supported as an older line, from the
 	# go.mod files it has now.

@@ -23,10 +23,13 @@ import (
 
 // lastPlugins must end the chain: upstream runs webhooks, policies, quota and
 // AlwaysDeny after every in-tree plugin, so nothing may be spliced among them.
+// AuthorizationConditionsEnforcer joins them in Kubernetes v1.38; a line
+// without it has the others.
 var lastPlugins = []string{
 	"MutatingAdmissionPolicy",
 	"MutatingAdmissionWebhook",
 	"ValidatingAdmissionPolicy",
+	"AuthorizationConditionsEnforcer",
 	"ValidatingAdmissionWebhook",
 	"ResourceQuota",
 	"AlwaysDeny",

@@ -97,7 +97,10 @@ const (
 	podSC        = "object.spec.?securityContext"
 	podSeccomp   = "object.metadata.?annotations[?'seccomp.security.alpha.kubernetes.io/pod']"
 	linux        = "variables.linux"
-	seccompNames = `(p.type == 'RuntimeDefault' ? 'runtime/default' : p.type == 'Unconfined' ? 'unconfined' : p.type == 'Localhost' && has(p.localhostProfile) ? 'localhost/' + p.localhostProfile : '')`
+	// A profile field by its annotation form; a type without one (v1.38's
+	// OCI) by its own name, which no policy's list can hold
+	// (pkg/security/podsecuritypolicy/profile.Name).
+	seccompNames = `(p.type == 'RuntimeDefault' ? 'runtime/default' : p.type == 'Unconfined' ? 'unconfined' : p.type == 'Localhost' ? (has(p.localhostProfile) ? 'localhost/' + p.localhostProfile : '') : p.type)`
 )
 
 func effective(field string) string {

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/openapi/openapitest"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/utils/ptr"
 
@@ -357,4 +359,87 @@ func (v *Verification) add(d *Disagreement, err error) error {
 		v.Disagreements = append(v.Disagreements, *d)
 	}
 	return err
+}
+
+// A seccomp profile of a type the annotations have no name for (OCI,
+// Kubernetes v1.38's profile from a registry) is admitted only by a policy
+// that allows every profile, by PodSecurityPolicy and by the replacement
+// alike; a policy that allows none refuses it, where v1.24's rules would
+// have taken it for no profile at all.
+func TestOCISeccompProfile(t *testing.T) {
+	t.Parallel() // each compiles its own replacement: seconds of CPU
+	ctx := context.Background()
+	policy := func(name, profiles string) *policyv1beta1.PodSecurityPolicy {
+		p := &policyv1beta1.PodSecurityPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: policyv1beta1.PodSecurityPolicySpec{
+			Volumes:            []policyv1beta1.FSType{policyv1beta1.All},
+			SELinux:            policyv1beta1.SELinuxStrategyOptions{Rule: policyv1beta1.SELinuxStrategyRunAsAny},
+			RunAsUser:          policyv1beta1.RunAsUserStrategyOptions{Rule: policyv1beta1.RunAsUserStrategyRunAsAny},
+			SupplementalGroups: policyv1beta1.SupplementalGroupsStrategyOptions{Rule: policyv1beta1.SupplementalGroupsStrategyRunAsAny},
+			FSGroup:            policyv1beta1.FSGroupStrategyOptions{Rule: policyv1beta1.FSGroupStrategyRunAsAny},
+		}}
+		if profiles != "" {
+			p.Annotations = map[string]string{"seccomp.security.alpha.kubernetes.io/allowedProfileNames": profiles}
+		}
+		return p
+	}
+	use := func(policy string, subject rbacv1.Subject) []runtime.Object {
+		return []runtime.Object{
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use-" + policy}, Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}, ResourceNames: []string{policy}}}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "use-" + policy, Namespace: "t"},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "use-" + policy}, Subjects: []rbacv1.Subject{subject}},
+		}
+	}
+	objects := func(testing.TB) ([]runtime.Object, []runtime.Object) {
+		return []runtime.Object{policy("any-profile", "*"), policy("no-profile", ""), policy("runtime-default", "runtime/default")},
+			append(append(use("no-profile", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:authenticated"}),
+				use("runtime-default", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "system:authenticated"})...),
+				use("any-profile", rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: "User", Name: "admin"})...)
+	}
+	decider, rbac := load(t, objects)
+	r, err := Convert(decider.Policies(), &Report{Namespaces: []Namespace{{Name: "t", Enforce: psaapi.LevelPrivileged}}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judge, err := NewJudge(r, upstreamSchemas(t), rbac.Authorizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer judge.Close()
+	oci := corev1.SeccompProfile{Type: "OCI"}
+	for _, tc := range []struct {
+		name  string
+		who   string
+		pod   func(*corev1.Pod)
+		admit string // the policy that admits it, "" for refused
+	}{
+		{"the pod's profile, as a developer", "dev", func(p *corev1.Pod) { p.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &oci} }, ""},
+		{"a container's profile, as a developer", "dev", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &oci}
+		}, ""},
+		{"the pod's profile, as an admin", "admin", func(p *corev1.Pod) { p.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &oci} }, "any-profile"},
+		{"no profile, as a developer", "dev", func(*corev1.Pod) {}, "no-profile"},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		tc.pod(pod)
+		requester := &user.DefaultInfo{Name: tc.who, Groups: []string{user.AllAuthenticated}}
+		v := &Verification{}
+		if err := v.add(compare(ctx, decider, judge, tc.name, "t", requester, true, pod)); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range v.Disagreements {
+			t.Errorf("%s: PodSecurityPolicy %s, the replacement %s %v", tc.name, d.PodSecurityPolicy, d.Replacement, d.Fields)
+		}
+		internal := &api.Pod{}
+		if err := corev1conversion.Convert_v1_Pod_To_core_Pod(pod, internal, nil); err != nil {
+			t.Fatal(err)
+		}
+		d, err := decider.Decide(ctx, "t", requester, internal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Policy != tc.admit {
+			t.Errorf("%s: PodSecurityPolicy admitted it by %q (%s), want %q", tc.name, d.Policy, d.Refusal, tc.admit)
+		}
+	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/flagz"
 	"k8s.io/client-go/rest"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -52,7 +51,7 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 		return nil, err
 	}
 	s, etcd := srv.options, &srv.etcd
-	ctx := genericapiserver.SetupSignalContext()
+	ctx := signalContext()
 	featureGate := s.GenericServerRunOptions.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 
 	cmd := &cobra.Command{
@@ -102,7 +101,7 @@ func NewAPIServerCommand() (*cobra.Command, error) {
 			if err := configfile.Check(completed.Admission); err != nil {
 				return err
 			}
-			featureGate.(featuregate.MutableFeatureGate).AddMetrics()
+			addFeatureMetrics(featureGate.(featuregate.MutableFeatureGate))
 			s.GenericServerRunOptions.ComponentGlobalsRegistry.AddMetrics()
 			if !etcd.Enabled() {
 				return run(ctx, completed, srv.authorization)

@@ -5,6 +5,7 @@ package configfile
 
 import (
 	"bytes"
+	webhookconfig "k8s.io/apiserver/pkg/admission/plugin/webhook/config"
 	"os"
 	"path/filepath"
 	"slices"
@@ -751,5 +752,27 @@ func TestWritableByOthers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The webhook plugins' configuration is refused exactly when upstream's
+// LoadConfig refuses it when the apiserver starts, for staticOrder (a
+// field of Kubernetes v1.38, unknown before it) as for the rest, and the
+// message names the field.
+func TestWebhookConfigurationAsUpstream(t *testing.T) {
+	dir := t.TempDir()
+	for name, yaml := range map[string]string{
+		"no staticOrder":          "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\n",
+		"an unknown staticOrder":  "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nstaticManifestsDir: " + dir + "\nstaticOrder: Sideways\n",
+		"staticOrder without dir": "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nstaticOrder: StaticLast\n",
+	} {
+		_, upstream := webhookconfig.LoadConfig(strings.NewReader(yaml))
+		ours := checkWebhook("webhook.yaml", []byte(yaml))
+		if (ours == nil) != (upstream == nil) {
+			t.Errorf("%s: our check says %v, upstream's LoadConfig %v", name, ours, upstream)
+		}
+		if ours != nil && !strings.Contains(ours.Error(), "staticOrder") {
+			t.Errorf("%s: %v does not name staticOrder", name, ours)
+		}
 	}
 }

@@ -4,6 +4,7 @@
 package configfile
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"reflect"
@@ -13,7 +14,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission/plugin/manifest"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/config/apis/policyconfig"
@@ -24,6 +24,7 @@ import (
 	resourcequotaapi "k8s.io/apiserver/pkg/admission/plugin/resourcequota/apis/resourcequota"
 	resourcequotainstall "k8s.io/apiserver/pkg/admission/plugin/resourcequota/apis/resourcequota/install"
 	resourcequotavalidation "k8s.io/apiserver/pkg/admission/plugin/resourcequota/apis/resourcequota/validation"
+	webhookconfig "k8s.io/apiserver/pkg/admission/plugin/webhook/config"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/config/apis/webhookadmission"
 	webhookinstall "k8s.io/apiserver/pkg/admission/plugin/webhook/config/apis/webhookadmission/install"
 	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
@@ -63,8 +64,8 @@ type check = func(plugin string, data []byte) error
 var Upstream = []descriptor.Plugin{
 	{Name: eventratelimit.PluginName, Check: versioned(eventratelimitinstall.Install, validateEventRateLimit), Reloadable: true},
 	{Name: imagepolicy.PluginName, Check: unversioned(imagePolicyKey), Reloadable: true},
-	{Name: mutatingwebhook.PluginName, Check: versioned(webhookinstall.Install, validateWebhook)},
-	{Name: validatingwebhook.PluginName, Check: versioned(webhookinstall.Install, validateWebhook)},
+	{Name: mutatingwebhook.PluginName, Check: checkWebhook},
+	{Name: validatingwebhook.PluginName, Check: checkWebhook},
 	{Name: mutatingpolicy.PluginName, Check: versioned(policyconfiginstall.Install, validatePolicy[*policyconfig.MutatingAdmissionPolicyConfiguration])},
 	{Name: validatingpolicy.PluginName, Check: versioned(policyconfiginstall.Install, validatePolicy[*policyconfig.ValidatingAdmissionPolicyConfiguration])},
 	{Name: podnodeselector.PluginName, Check: unversioned(podNodeSelectorKey), Reloadable: true},
@@ -162,24 +163,36 @@ func validatePodSecurity(c *podsecurityapi.PodSecurityConfiguration) error {
 	return err
 }
 
-// validateWebhook is upstream's LoadConfig rule for the webhook plugins, plus
-// loading the kubeconfig as the plugin does when it starts.
-func validateWebhook(c *webhookadmission.WebhookAdmission) error {
-	var errs []error
-	if c.KubeConfigFile != "" {
-		p := field.NewPath("kubeConfigFile")
-		if !path.IsAbs(c.KubeConfigFile) {
-			errs = append(errs, field.Invalid(p, c.KubeConfigFile, "must be an absolute file path"))
-		} else if _, err := readFile(c.KubeConfigFile); err != nil {
-			errs = append(errs, field.Invalid(p, c.KubeConfigFile, err.Error()))
-		} else if _, err := webhookutil.NewDefaultAuthenticationInfoResolver(c.KubeConfigFile); err != nil {
-			errs = append(errs, field.Invalid(p, c.KubeConfigFile, err.Error()))
-		}
+// checkWebhook refuses what the webhook plugins refuse when they start:
+// upstream's own LoadConfig (a relative kubeConfigFile, staticManifestsDir,
+// and whatever a release adds, as v1.38's staticOrder, with the feature
+// gates the flags set), after our strict decoding, and the kubeconfig,
+// loaded as the plugin loads it.
+func checkWebhook(file string, data []byte) error {
+	if err := decodeWebhook(file, data); err != nil {
+		return err
 	}
-	if err := manifest.ValidateStaticManifestsDir(c.StaticManifestsDir); err != nil {
-		errs = append(errs, err)
+	_, err := webhookconfig.LoadConfig(bytes.NewReader(data))
+	return err
+}
+
+var decodeWebhook = versioned(webhookinstall.Install, validateKubeconfig)
+
+// validateKubeconfig loads a webhook configuration's kubeconfig, when its
+// path is absolute (LoadConfig refuses a relative one), as the plugin does
+// when it starts.
+func validateKubeconfig(c *webhookadmission.WebhookAdmission) error {
+	if c.KubeConfigFile == "" || !path.IsAbs(c.KubeConfigFile) {
+		return nil
 	}
-	return utilerrors.NewAggregate(errs)
+	p := field.NewPath("kubeConfigFile")
+	if _, err := readFile(c.KubeConfigFile); err != nil {
+		return field.Invalid(p, c.KubeConfigFile, err.Error())
+	}
+	if _, err := webhookutil.NewDefaultAuthenticationInfoResolver(c.KubeConfigFile); err != nil {
+		return field.Invalid(p, c.KubeConfigFile, err.Error())
+	}
+	return nil
 }
 
 // validatePolicy is upstream's rule for the admission policy plugins.

@@ -31,7 +31,12 @@ const (
 )
 
 // Name writes a field (its type and localhost profile) in the annotation
-// form; "" for a field that names no profile.
+// form; "" for a field that names no profile. A type the annotations have
+// no form for (OCI, which Kubernetes v1.38 adds to seccomp: a profile pulled
+// from a registry) is named by the type itself, which no policy's list can
+// hold (validation allows only the annotation forms), so only a policy that
+// allows every profile ("*") admits it. v1.24 named such a field "", as no
+// profile, which a policy that allows none would admit.
 func Name(typ string, localhost *string) string {
 	switch typ {
 	case typeRuntimeDefault:
@@ -42,8 +47,9 @@ func Name(typ string, localhost *string) string {
 		if localhost != nil {
 			return localhostPrefix + *localhost
 		}
+		return ""
 	}
-	return ""
+	return typ
 }
 
 // Field reads an annotation-form name into a field's type and localhost

@@ -43,6 +43,11 @@ func TestNameAndField(t *testing.T) {
 	if got := Name("Localhost", nil); got != "" {
 		t.Errorf("Name(Localhost, nil) = %q, want empty", got)
 	}
+	// A type without an annotation form (v1.38's OCI) is no profile a
+	// policy can name, and not the empty name of a pod without one.
+	if got := Name("OCI", nil); got != "OCI" {
+		t.Errorf("Name(OCI, nil) = %q, want OCI", got)
+	}
 }
 
 func TestContainerAnnotation(t *testing.T) {
