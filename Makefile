@@ -109,6 +109,10 @@ AIRGAP_DIR := $(OUT)/airgap
 
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
 ADMISSION_PLUGINS ?=
+# Extra kube-apiserver flags for `make run`, name=value separated by spaces, after
+# the ones kubeadm and local-up give, for example
+# APISERVER_ARGS=nodes-proxy-get-requires-create=true.
+APISERVER_ARGS ?=
 # Real worker nodes for `make run` (root only), and the control plane's ports.
 # E2E_IMAGES=1 has the nodes import the e2e framework's images too (make e2e-images).
 NODES ?= 0
@@ -229,10 +233,10 @@ $(BIN)/kwok-stages.yaml: test/scale/go.mod
 	mv $@.tmp $@
 # <<< bench-scale
 
-run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images); state in _output/local.
+run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images), APISERVER_ARGS='name=value ...' more kube-apiserver flags; state in _output/local.
 	$(BIN)/local-up -dir $(LOCAL_DIR) -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) -clean-command "$(CLEAN_LOCAL)" \
 		-port $(PORT) -controller-manager-port $(CONTROLLER_MANAGER_PORT) -scheduler-port $(SCHEDULER_PORT) \
-		$(if $(E2E_IMAGES),-e2e-images $(E2E_IMAGES_DIR)/e2e.tar)
+		$(foreach a,$(APISERVER_ARGS),-apiserver-arg '$(a)') $(if $(E2E_IMAGES),-e2e-images $(E2E_IMAGES_DIR)/e2e.tar)
 
 # What real nodes need: Debian's containerd, runc, CNI plugins, iptables
 # (kube-proxy) and nftables (the guard), the kubelet and kube-proxy, images.

@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -27,6 +30,7 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
 	"github.com/turnstile-k8s/turnstile/internal/process"
+	"github.com/turnstile-k8s/turnstile/pkg/authorization/nodesproxy"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
@@ -358,13 +362,18 @@ func TestLocalUpAcrossLines(t *testing.T) {
 // ends with exit 0, saying what it stopped, with no `make: ***` line.
 // The terminal is a real pseudo-terminal with make in its foreground, so
 // the keystroke reaches whatever the terminal's line discipline signals,
-// as it does for a user.
+// as it does for a user. The run passes a kube-apiserver flag through
+// APISERVER_ARGS, which the apiserver then applies: with
+// --nodes-proxy-get-requires-create, get on nodes/proxy alone is denied
+// (TestAdversarialNodesProxyGetRequiresCreate shows the kubelet refusing
+// the same grant's WebSocket exec on a node local-up starts with the flag).
 func TestMakeRunCtrlC(t *testing.T) {
 	ports := freePorts(t, 3)
 	terminal, tty := openPTY(t)
 	dir := t.TempDir()
 	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "run", "LOCAL_DIR="+dir,
-		"PORT="+ports[0], "CONTROLLER_MANAGER_PORT="+ports[1], "SCHEDULER_PORT="+ports[2])
+		"PORT="+ports[0], "CONTROLLER_MANAGER_PORT="+ports[1], "SCHEDULER_PORT="+ports[2],
+		"APISERVER_ARGS="+nodesproxy.Flag+"=true")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	// A session of its own with the terminal as its controlling one, as a
 	// login shell has; make is then the terminal's foreground group.
@@ -393,6 +402,33 @@ func TestMakeRunCtrlC(t *testing.T) {
 			t.Fatalf("make run not ready in 5 minutes:\n%s", out.String())
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+	// A monitor with get on nodes/proxy alone: the flag denies it.
+	config, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(config)
+	ctx := context.Background()
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-monitor"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-monitor"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-monitor"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "e2e-monitor"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	review := func() (*authorizationv1.SubjectAccessReview, error) {
+		return admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "e2e-monitor", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "proxy"}}}, metav1.CreateOptions{})
+	}
+	policyEventually(t, "RBAC to see the monitor's grant", func() (bool, error) {
+		sar, err := review()
+		return err == nil && (sar.Status.Allowed || sar.Status.Reason != ""), err
+	})
+	if sar, err := review(); err != nil || sar.Status.Allowed || !strings.Contains(sar.Status.Reason, nodesproxy.Reason) {
+		t.Errorf("get on nodes/proxy alone under make run APISERVER_ARGS=%s=true: %+v, %v; want denied by the flag", nodesproxy.Flag, sar, err)
 	}
 	if _, err := terminal.Write([]byte{0x03}); err != nil { // Ctrl-C
 		t.Fatal(err)
