@@ -99,7 +99,7 @@ func E2EImages() []NodeImage {
 	image := func(name string, tags ...string) NodeImage {
 		return NodeImage{Name: name, Tags: tags, Tarball: E2EImageArchive}
 	}
-	return []NodeImage{
+	return append([]NodeImage{
 		image("agnhost-debian", AgnhostImage, AgnhostPrevImage),
 		image("kitten", E2EImage(e2eimage.Kitten)),
 		image("nautilus", E2EImage(e2eimage.Nautilus)),
@@ -112,8 +112,7 @@ func E2EImages() []NodeImage {
 		image("resource-consumer", E2EImage(e2eimage.ResourceConsumer)),
 		image("ipc-utils", E2EImage(e2eimage.IpcUtils)),
 		image("regression-issue-74839", E2EImage(e2eimage.RegressionIssue74839)),
-		image("distroless-iptables", E2EImage(e2eimage.DistrolessIptables)),
-	}
+	}, lineE2EImages(image)...)
 }
 
 // ControlPlaneImages are the images `kubeadm init` and `kubeadm upgrade`

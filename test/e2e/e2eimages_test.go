@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,9 @@ func TestE2EImages(t *testing.T) {
 			name: "distroless-iptables", image: "registry.k8s.io/build-image/distroless-iptables:v0.9.6", command: []string{"iptables", "--version"},
 			want: []string{"iptables v1."},
 		}} {
+			if tc.name == "distroless-iptables" && !slices.ContainsFunc(oci.E2EImages(), func(i oci.NodeImage) bool { return i.Name == tc.name }) {
+				continue // the line's e2e framework runs it no more (v1.38)
+			}
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
 				pod := testPod(tc.name, tc.image)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/fips140"
 	"net/http"
-	"os"
 	_ "unsafe" // go:linkname of upstream's APIService priorities
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,7 +14,6 @@ import (
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
-	utilversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
 	upstream "k8s.io/kubernetes/cmd/kube-apiserver/app"
@@ -41,8 +39,7 @@ var apiVersionPriorities map[schema.GroupVersion]controlplaneapiserver.APIServic
 // PodSecurityPolicy is not served and no rule is on, the chain is exactly
 // upstream's.
 func run(ctx context.Context, opts options.CompletedOptions, authz authorizationOptions) error {
-	klog.Infof("Version: %+v", utilversion.Get())
-	klog.InfoS("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
+	logBuild(ctx)
 	logFIPS()
 
 	if err := nameInformers(&opts); err != nil {

@@ -34,6 +34,9 @@ func TestAPIVersionPrioritiesListPolicyV1beta1(t *testing.T) {
 // CreateServerChain that run and createServerChain follow, on each
 // supported line (lines/README.md).
 var upstreamRunDigests = map[string]string{
+	// v1.38.0-beta.0: Run logs the build through the context's logger
+	// (runsteps_k8s1.38.go, a held pair).
+	"1.38": "1132d1fd1f5bebcedb1027cc0e84be4ee07e9bd1a77fd35ef1d96de606399d28",
 	"1.37": "fb122f864c7117d658bba7ff2f379487f54b43a6c5a95f908f6839e04d3bb7de",
 	"1.36": "3848b43c9b5c61477047c631db49e44de80ca86732b194a5cfa19ccea4121094",
 }

@@ -7,10 +7,13 @@ package app
 
 import (
 	"context"
+	"os"
 
 	"k8s.io/apiserver/pkg/server/signals"
 	"k8s.io/component-base/featuregate"
 	featuremetrics "k8s.io/component-base/metrics/prometheus/feature"
+	utilversion "k8s.io/component-base/version"
+	"k8s.io/klog/v2"
 )
 
 // signalContext is the context that SIGTERM or SIGINT cancels (Kubernetes
@@ -21,4 +24,12 @@ func signalContext() context.Context { return signals.SetupSignalContext() }
 // component-base's recorder as upstream's kube-apiserver does from v1.38.
 func addFeatureMetrics(g featuregate.MutableFeatureGate) {
 	g.AddMetrics(featuremetrics.RecordFeatureInfo)
+}
+
+// logBuild logs the version and Go's settings first, as upstream's Run does
+// (through the context's logger from v1.38).
+func logBuild(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	logger.Info("Build information", "version", utilversion.Get())
+	logger.Info("Golang settings", "GOGC", os.Getenv("GOGC"), "GOMAXPROCS", os.Getenv("GOMAXPROCS"), "GOTRACEBACK", os.Getenv("GOTRACEBACK"))
 }
