@@ -145,11 +145,11 @@ report=$out/$version.md
 	echo
 	echo "Held pairs for $line (hack/held.sh): $(git -C "$root" grep -lE "^//go:build !?k8s_next_${line//./\\.}\$" -- '*.go' | xargs)."
 	echo
-	echo "## Failures"
-	echo
+	heading="## Failures"
 	for r in "${results[@]}"; do
 		IFS='|' read -r name result _ <<< "$r"
 		[[ $result == failed ]] || continue
+		[[ -z $heading ]] || { echo "$heading"; echo; heading=; }
 		echo "### $name"
 		echo
 		echo '```'

@@ -34,8 +34,8 @@ fi
 
 cd "$(dirname "$0")/.."
 root=$PWD
-if [[ -n $line ]] && ! grep -qx "$line" lines/supported; then
-	echo "pin-kubernetes: $line is not in lines/supported; add it there (and make lines/$line/ from main's go.mod files) first" >&2
+if [[ -n $line ]] && ! grep -qx "$line" lines/supported lines/preview; then
+	echo "pin-kubernetes: $line is not in lines/supported or lines/preview; add it there (and make lines/$line/ from main's go.mod files) first" >&2
 	exit 2
 fi
 
@@ -72,7 +72,7 @@ pin() {
 		# The tree's newest code also imports what only main's release has
 		# (a new API version, say); the line's graph is upstream's release
 		# all the same, and building the line proves what it compiles.
-		tidy_flags=(-e "-modfile=$modfile")
+		tidy_flags=("-modfile=$modfile")
 	fi
 	[[ ${2:-} == staging-only ]] || edits+=("-require=k8s.io/kubernetes@${version}")
 	# Drop every k8s.io replace we had, so modules upstream removed do not linger.
@@ -86,16 +86,17 @@ pin() {
 		edits+=("-replace=${mod}=${mod}@${staging_version}")
 	done
 	go mod edit "${edits[@]}" "$modfile"
-	# tidy -e prints what it could not resolve; on a line that is the
-	# tree's main-only imports, named above, so it is kept out of sight.
-	# PIN_PARTIAL=1 (make canary) tidies main's modules with -e too, for a
-	# pre-release of which the module proxy serves only part, and prints all.
+	# tidy takes every build tag as set, so it also loads the held files of
+	# the next minor (hack/held.sh), whose imports may exist only there; and
+	# on a line, the tree's main-only imports, named above. tidy -e goes on
+	# past them and prints what it could not resolve, kept out of sight
+	# here: a package the build really lacks fails make verify's go vet.
+	# PIN_PARTIAL=1 (make canary), for a pre-release of which the module
+	# proxy serves only part, prints all.
 	if [[ -n ${PIN_PARTIAL:-} && -z $line ]]; then
 		(cd "$dir" && go mod tidy -e)
-	elif [[ -n $line ]]; then
-		(cd "$dir" && go mod tidy "${tidy_flags[@]}" 2> >(grep -v -e '^go: finding module' -e 'but does not contain package' -e '^	' -e 'imports$' -e 'tested by$' >&2 || true))
 	else
-		(cd "$dir" && go mod tidy)
+		(cd "$dir" && go mod tidy -e ${tidy_flags[@]+"${tidy_flags[@]}"} 2> >(grep -v -e '^go: finding module' -e 'but does not contain package' -e '^	' -e 'imports$' -e 'tested by$' >&2 || true))
 	fi
 }
 

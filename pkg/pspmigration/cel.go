@@ -94,9 +94,9 @@ type celGen struct {
 // Expressions for the pod's fields. A container `c` inherits runAsUser,
 // runAsGroup, runAsNonRoot and seLinuxOptions from the pod.
 const (
-	podSC        = "object.spec.?securityContext"
-	podSeccomp   = "object.metadata.?annotations[?'seccomp.security.alpha.kubernetes.io/pod']"
-	linux        = "variables.linux"
+	podSC      = "object.spec.?securityContext"
+	podSeccomp = "object.metadata.?annotations[?'seccomp.security.alpha.kubernetes.io/pod']"
+	linux      = "variables.linux"
 	// A profile field by its annotation form; a type without one (v1.38's
 	// OCI) by its own name, which no policy's list can hold
 	// (pkg/security/podsecuritypolicy/profile.Name).
