@@ -112,7 +112,11 @@ mapfile -t docs < <(git ls-files '*.md')
 # shipped, whose constraints a move of main to it rewrites.
 held=()
 [[ $mode != main-minor ]] || mapfile -t held < <(hack/held.sh "$line" list)
-touched=("${gomods[@]}" "${gomods[@]/%.mod/.sum}" lines/supported lines/README.md test/conformance/e2e.go "${docs[@]}" "${held[@]}")
+touched=("${gomods[@]}" "${gomods[@]/%.mod/.sum}" lines/supported lines/preview lines/README.md test/conformance/e2e.go "${docs[@]}" "${held[@]}")
+# A preview of the minor main moves to is removed (restore puts it back).
+if [[ $mode == main-minor && -d lines/$line ]]; then
+	while IFS= read -r f; do touched+=("$f"); done < <(git ls-files "lines/$line")
+fi
 for f in "${touched[@]}"; do
 	[[ -f $f ]] || continue
 	mkdir -p "$work/saved/$(dirname "$f")"
@@ -129,6 +133,11 @@ restore() {
 # minor's file) becomes the line scheme's !k8s_before_1.Y, and its
 # counterpart the old line's k8s_before_1.Y.
 [[ $mode != main-minor ]] || hack/held.sh "$line"
+# The preview of the minor main moves to (lines/preview) is main now.
+if [[ $mode == main-minor ]] && grep -qx "$line" lines/preview; then
+	rm -rf "lines/$line"
+	sed -i "/^${line//./\\.}\$/d" lines/preview
+fi
 if [[ $mode == main-minor ]]; then
 	# The minor main leaves stays supported as an older line, from the
 	# go.mod files it has now.

@@ -5,10 +5,14 @@
 # (lines/README.md). Main's line is the tree's own go.mod files; an older
 # line 1.Y is lines/1.Y/, used through -modfile, plus the build tags
 # k8s_before_1.N for every minor N after 1.Y up to main's, as Go's release
-# tags work (pkg/lineapi).
+# tags work (pkg/lineapi). A preview of the next minor (lines/preview) is
+# lines/1.N/ built from that minor's newest pre-release, with the tag
+# k8s_next_1.N that selects the held pairs' new files; it is not supported,
+# and neither make test nor make verify builds it.
 #
 #   hack/line.sh main                 main's minor, from go.mod (1.37)
 #   hack/line.sh list                 every supported minor, main's first
+#   hack/line.sh preview              the preview's minor, if there is one
 #   hack/line.sh version 1.Y          the line's k8s.io/kubernetes version
 #   hack/line.sh goflags 1.Y [DIR]    -modfile=... -tags=... for the module in DIR
 #                                     (default .); nothing for main's line
@@ -30,14 +34,18 @@ check() {
 	local minor=$1
 	[[ $minor =~ ^1\.[0-9]+$ ]] || { echo "line: '$minor' is not a minor version like 1.36" >&2; exit 2; }
 	[[ $minor == "$(main_minor)" ]] && return
-	grep -qx "$minor" "$root/lines/supported" ||
-		{ echo "line: $minor is not supported: main is $(main_minor), lines/supported lists $(grep -v '^#' "$root/lines/supported" | xargs)" >&2; exit 2; }
+	grep -qx "$minor" "$root/lines/supported" "$root/lines/preview" ||
+		{ echo "line: $minor is not supported: main is $(main_minor), lines/supported lists $(grep -v '^#' "$root/lines/supported" | xargs), lines/preview $(grep -v '^#' "$root/lines/preview" | xargs)" >&2; exit 2; }
 	[[ -f $root/lines/$minor/go.mod ]] || { echo "line: lines/$minor/go.mod is missing (hack/pin-kubernetes.sh -line $minor v$minor.Z makes it)" >&2; exit 2; }
 }
 
 tags() {
 	local minor=${1#1.} main n out=()
 	main=$(main_minor)
+	if ((minor > ${main#1.})); then
+		echo "k8s_next_$1"
+		return
+	fi
 	for ((n = minor + 1; n <= ${main#1.}; n++)); do out+=("k8s_before_1.$n"); done
 	(IFS=,; echo "${out[*]}")
 }
@@ -46,6 +54,7 @@ cmd=${1:-}
 case $cmd in
 main) main_minor ;;
 list) main_minor; grep -v '^#' "$root/lines/supported" ;;
+preview) grep -v '^#' "$root/lines/preview" || true ;;
 version)
 	check "${2:?usage: hack/line.sh version 1.Y}"
 	if [[ $2 == "$(main_minor)" ]]; then kube_version "$root/go.mod"; else kube_version "$root/lines/$2/go.mod"; fi ;;
@@ -60,5 +69,5 @@ goflags)
 	modfile=${modfile//\/.\//\/}
 	[[ -f $modfile ]] || { echo "line: $modfile is missing: line $2 does not build the module in $dir" >&2; exit 2; }
 	echo "-modfile=$modfile -tags=$(tags "$2")" ;;
-*) echo "usage: hack/line.sh main|list|version 1.Y|goflags 1.Y [DIR]|tags 1.Y" >&2; exit 2 ;;
+*) echo "usage: hack/line.sh main|list|preview|version 1.Y|goflags 1.Y [DIR]|tags 1.Y" >&2; exit 2 ;;
 esac

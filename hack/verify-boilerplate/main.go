@@ -68,7 +68,7 @@ func isSource(path string) bool {
 	switch {
 	case strings.HasPrefix(path, "test/fuzz/"), strings.Contains(path, "/testdata/"):
 		return false
-	case base == "Makefile", path == ".ci/run", path == "lines/supported":
+	case base == "Makefile", path == ".ci/run", path == "lines/supported", path == "lines/preview":
 		return true
 	}
 	switch filepath.Ext(path) {
