@@ -4,7 +4,9 @@
 // Command verify-docs checks that the Markdown in the repository cannot rot
 // silently: every relative link and anchor resolves, every `make <target>`
 // a doc names is a target of the Makefile, and every flag a doc gives to
-// one of our binaries is one that binary accepts (its -h says so), and
+// one of our binaries is one that binary accepts (its -h says so), every
+// task page is short, states no measured figure and names the test that
+// runs its commands (tasks.go), and
 // every registry.k8s.io image a doc's command runs is one the local nodes
 // are given (build/oci): a pull of any other fails there. It also keeps each
 // fact in one place (facts.go): no Kubernetes version a line no longer
@@ -169,6 +171,9 @@ func check(root string, r rules) ([]string, counts, error) {
 		rel, _ := filepath.Rel(root, file)
 		prose, code := split(string(data))
 		problems = append(problems, datedHeadings(rel, string(data))...)
+		if filepath.Dir(rel) == taskDir {
+			problems = append(problems, checkTaskPage(root, rel, string(data))...)
+		}
 		problems = append(problems, staleVersions(rel, string(data), r.lines)...)
 		text := splitFencesOnly(string(data))
 		problems = append(problems, restatedMakeTestTime(rel, text)...)

@@ -1,0 +1,239 @@
+// Copyright 2026 The Turnstile Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A task page (docs/tasks/) is a reader's two terminals: each of its shell
+// blocks starts with "# terminal 1" (a command that holds the terminal, such
+// as make run, ready once it prints "Ctrl-C stops it") or "# terminal 2"
+// (commands run to their end, each of which must succeed). runTaskPage runs
+// them in the page's order, as the reader would, so that a command changed
+// on the page is a command changed in the test. Starting terminal 1 again
+// first presses Ctrl-C in it, and so does the page's "## Undo" section, as
+// each page's text tells the reader to.
+//
+// What differs from a reader's run: the test is root (sudo is dropped), and
+// the state directory and ports are the test's own, given to make through
+// its variables and to the commands in place of _output/local.
+
+// taskBlock is one shell block of a task page.
+type taskBlock struct {
+	terminal int    // 1 or 2
+	script   string // the block without its "# terminal N" line
+	line     int    // where it starts on the page
+	undo     bool   // in the page's "## Undo" section
+}
+
+var terminalLine = regexp.MustCompile(`^# terminal ([12])$`)
+
+// readTaskPage reads a page's shell blocks; every one must name its terminal.
+func readTaskPage(t *testing.T, page string) []taskBlock {
+	t.Helper()
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []taskBlock
+	var cur *taskBlock
+	var body []string
+	undo := false
+	for i, line := range strings.Split(string(data), "\n") {
+		switch {
+		case cur == nil && strings.HasPrefix(line, "## "):
+			undo = line == "## Undo"
+		case cur == nil && line == "```sh":
+			cur = &taskBlock{line: i + 1, undo: undo}
+			body = nil
+		case cur == nil && strings.HasPrefix(line, "```") && len(line) > 3:
+			t.Fatalf("%s:%d: a %s block: a task page's commands are ```sh blocks, each run by its test", page, i+1, line[3:])
+		case cur != nil && line == "```":
+			if len(body) == 0 {
+				t.Fatalf("%s:%d: an empty block", page, cur.line)
+			}
+			m := terminalLine.FindStringSubmatch(body[0])
+			if m == nil {
+				t.Fatalf("%s:%d: the block's first line is %q, want \"# terminal 1\" or \"# terminal 2\"", page, cur.line, body[0])
+			}
+			cur.terminal = int(m[1][0] - '0')
+			cur.script = strings.Join(body[1:], "\n")
+			blocks = append(blocks, *cur)
+			cur = nil
+		case cur != nil:
+			body = append(body, line)
+		}
+	}
+	if cur != nil {
+		t.Fatalf("%s:%d: the block is not closed", page, cur.line)
+	}
+	return blocks
+}
+
+// taskRun is a task page being run.
+type taskRun struct {
+	t        *testing.T
+	page     string
+	dir      string    // the state directory, for _output/local
+	env      []string  // make's variables, and what terminal 2 exported
+	exports  []string  // terminal 2's export lines, kept as a shell keeps them
+	holder   *exec.Cmd // what holds terminal 1
+	terminal *os.File  // terminal 1, as the reader types into it
+	out      *syncBuffer
+	exited   chan error
+	outputs  []string // each terminal 2 block's output, in order
+	repoRoot string
+}
+
+// runTaskPage runs every block of page; ready bounds each terminal 1
+// command's start (make run may build first).
+func runTaskPage(t *testing.T, page string, ready time.Duration) *taskRun {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("%s needs root; `make test-node` runs it", page)
+	}
+	blocks := readTaskPage(t, page)
+	ports := freePorts(t, 3)
+	r := &taskRun{t: t, page: page, dir: t.TempDir(), repoRoot: filepath.Join("..", "..")}
+	r.env = append(os.Environ(), "LOCAL_DIR="+r.dir, "PORT="+ports[0], "CONTROLLER_MANAGER_PORT="+ports[1], "SCHEDULER_PORT="+ports[2])
+	for _, b := range blocks {
+		script := strings.ReplaceAll(b.script, "sudo ", "")
+		script = strings.ReplaceAll(strings.ReplaceAll(script, "$PWD/_output/local", r.dir), "_output/local", r.dir)
+		if b.undo {
+			r.stop(b)
+		}
+		switch b.terminal {
+		case 1:
+			r.stop(b)
+			r.start(b, script, ready)
+		case 2:
+			r.run(b, script)
+		}
+	}
+	return r
+}
+
+// start runs a terminal 1 command on a pseudo-terminal of its own, as the
+// terminal's foreground job, until it says it is ready.
+func (r *taskRun) start(b taskBlock, script string, ready time.Duration) {
+	r.t.Helper()
+	r.t.Logf("%s:%d: terminal 1: %s", r.page, b.line, script)
+	r.out = &syncBuffer{}
+	terminal, tty := openPTY(r.t)
+	r.terminal = terminal
+	// After openPTY's, so that it runs before the terminal closes: a
+	// closed terminal hangs its job up instead of stopping it.
+	r.t.Cleanup(r.cleanup)
+	r.holder = exec.Command("bash", "-c", script)
+	r.holder.Dir, r.holder.Env = r.repoRoot, r.env
+	r.holder.Stdin, r.holder.Stdout, r.holder.Stderr = tty, tty, tty
+	// A session of its own with the terminal as its controlling one, so
+	// that Ctrl-C reaches its foreground job as the reader's does.
+	r.holder.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := r.holder.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	tty.Close()
+	go func() { _, _ = io.Copy(r.out, terminal) }()
+	r.exited = make(chan error, 1)
+	go func(c *exec.Cmd, exited chan error) { exited <- c.Wait() }(r.holder, r.exited)
+	deadline := time.After(ready)
+	for !strings.Contains(r.out.String(), "Ctrl-C stops it") {
+		select {
+		case err := <-r.exited:
+			r.holder = nil
+			r.t.Fatalf("%s:%d: %q ended before it was ready (%v):\n%s", r.page, b.line, script, err, r.out.String())
+		case <-deadline:
+			r.t.Fatalf("%s:%d: %q not ready in %s:\n%s", r.page, b.line, script, ready, r.out.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// stop presses Ctrl-C in terminal 1, if a command holds it, and waits
+// for it to end cleanly.
+func (r *taskRun) stop(b taskBlock) {
+	r.t.Helper()
+	if r.holder == nil {
+		return
+	}
+	if _, err := r.terminal.Write([]byte{0x03}); err != nil { // Ctrl-C
+		r.t.Fatal(err)
+	}
+	select {
+	case err := <-r.exited:
+		if err != nil || strings.Contains(r.out.String(), "make: ***") {
+			r.t.Fatalf("%s:%d: terminal 1 after Ctrl-C: %v\n%s", r.page, b.line, err, r.out.String())
+		}
+	case <-time.After(3 * time.Minute):
+		r.t.Fatalf("%s:%d: terminal 1 still running 3 minutes after Ctrl-C:\n%s", r.page, b.line, r.out.String())
+	}
+	r.holder = nil
+}
+
+// run runs a terminal 2 block to its end, after the exports earlier
+// blocks made, and fails the test on the first command that fails.
+func (r *taskRun) run(b taskBlock, script string) {
+	r.t.Helper()
+	for _, line := range strings.Split(script, "\n") {
+		if strings.HasPrefix(line, "export ") {
+			r.exports = append(r.exports, line)
+		}
+	}
+	full := "set -euo pipefail\n" + strings.Join(r.exports, "\n") + "\n" + script
+	cmd := exec.Command("bash", "-c", full)
+	cmd.Dir, cmd.Env = r.repoRoot, r.env
+	out, err := cmd.CombinedOutput()
+	r.t.Logf("%s:%d: terminal 2:\n%s\n%s", r.page, b.line, script, out)
+	if err != nil {
+		r.t.Fatalf("%s:%d: terminal 2: %v\n%s", r.page, b.line, err, out)
+	}
+	r.outputs = append(r.outputs, string(out))
+}
+
+// cleanup stops what is still running and removes the state, as the page's
+// undo would have, when the test failed before it. Each start registers it:
+// the first call stops terminal 1, and removing no state is no error.
+func (r *taskRun) cleanup() {
+	if r.holder != nil {
+		_, _ = r.terminal.Write([]byte{0x03}) // Ctrl-C, as stop presses it
+		select {
+		case <-r.exited:
+		case <-time.After(3 * time.Minute):
+			_ = syscall.Kill(-r.holder.Process.Pid, syscall.SIGKILL)
+			<-r.exited
+		}
+		r.holder = nil
+	}
+	if out, err := exec.Command(filepath.Join(r.repoRoot, "_output", "bin", "local-up"), "-dir", r.dir, "-clean").CombinedOutput(); err != nil {
+		r.t.Logf("local-up -clean: %v\n%s", err, out)
+	}
+}
+
+// The quick start (docs/tasks/quick-start.md): make run, kubectl from a
+// second terminal, then make run NODES=1 and a first pod, whose log the
+// page quotes; and its undo.
+func TestQuickStart(t *testing.T) {
+	if os.Getenv("TURNSTILE_NODE_IMAGES") == "" {
+		t.Skip("needs the nodes' images (make node-images); `make test-node` runs it")
+	}
+	r := runTaskPage(t, "../../docs/tasks/quick-start.md", 10*time.Minute)
+	logs := fmt.Sprint(r.outputs)
+	if !strings.Contains(logs, "hello from Turnstile") {
+		t.Errorf("the first pod's log is not the page's \"hello from Turnstile\":\n%s", logs)
+	}
+	if _, err := os.Stat(r.dir); !os.IsNotExist(err) {
+		t.Errorf("after the page's undo, the state directory %s is still there (%v)", r.dir, err)
+	}
+}
