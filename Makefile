@@ -25,7 +25,7 @@ unexport KUBE_TEST_REPO_LIST
 # reproducible binaries: one compiled copy of each package in the build
 # cache instead of a trimmed and an untrimmed one, so that a cold `make
 # test` compiles Kubernetes once for amd64, not twice.
-BASE_GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+BASE_GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 # The Kubernetes line to build (lines/README.md): main's, go.mod's, unless
 # LINE=1.Y names an older one from lines/supported. An older line builds the
@@ -126,10 +126,17 @@ LOCAL_DIR ?= $(OUT)/local
 CLEAN_LOCAL := \`make clean-local$(if $(filter-out $(MAIN_LINE),$(LINE)), LINE=$(LINE))$(if $(filter-out $(OUT)/local,$(LOCAL_DIR)), LOCAL_DIR=$(LOCAL_DIR))\`
 # What the nodes run besides Debian's containerd, runc and CNI plugins.
 NODE_TOOLS := kubelet kube-proxy
+# A preview of the next minor (lines/preview) runs its nodes on main's
+# kubelet and kube-proxy, which upstream's version skew policy allows (a
+# kubelet up to three minors older than the apiserver): the module proxy
+# serves a pre-release's control plane before all its kubelet imports. Its
+# images (CoreDNS as its kubeadm deploys it) are its own.
+PREVIEW := $(filter $(LINE),$(shell hack/line.sh preview))
+RUN_NODE_BIN := $(if $(PREVIEW),_output/bin,$(BIN))
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release publish bench bench-scale test-cost bump canary test-line run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release publish bench bench-scale test-cost bump canary test-line test-preview run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
 
 help: ## List the targets.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -234,13 +241,18 @@ $(BIN)/kwok-stages.yaml: test/scale/go.mod
 # <<< bench-scale
 
 run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images), APISERVER_ARGS='name=value ...' more kube-apiserver flags; state in _output/local.
-	$(BIN)/local-up -dir $(LOCAL_DIR) -bin $(BIN) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) -clean-command "$(CLEAN_LOCAL)" \
+	$(BIN)/local-up -dir $(LOCAL_DIR) -bin $(BIN) -node-bin $(RUN_NODE_BIN) -images $(NODE_IMAGES_DIR) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) -clean-command "$(CLEAN_LOCAL)" \
 		-port $(PORT) -controller-manager-port $(CONTROLLER_MANAGER_PORT) -scheduler-port $(SCHEDULER_PORT) \
 		$(foreach a,$(APISERVER_ARGS),-apiserver-arg '$(a)') $(if $(E2E_IMAGES),-e2e-images $(E2E_IMAGES_DIR)/e2e.tar)
 
 # What real nodes need: Debian's containerd, runc, CNI plugins, iptables
 # (kube-proxy) and nftables (the guard), the kubelet and kube-proxy, images.
-node-deps: $(addprefix $(BIN)/,$(NODE_TOOLS)) node-images node-packages
+node-deps: $(if $(PREVIEW),main-node-tools,$(addprefix $(BIN)/,$(NODE_TOOLS))) node-images node-packages
+
+# A preview's kubelet and kube-proxy: main's (PREVIEW above).
+.PHONY: main-node-tools
+main-node-tools:
+	GOFLAGS='$(BASE_GOFLAGS)' $(MAKE) --no-print-directory LINE=$(MAIN_LINE) $(addprefix _output/bin/,$(NODE_TOOLS))
 
 # The host's side of a node: Debian's containerd, runc, CNI plugins, iptables and nft.
 .PHONY: node-packages
@@ -529,6 +541,24 @@ test-line: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controlle
 		-ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 endif
 
+# The preview (lines/preview) as lines/README.md promises it, as root: the
+# e2e checks of its binaries that an older line's tier runs, PodSecurityPolicy's
+# unit tests (the v1.24 decision cases among them) and a real node on main's
+# kubelet. Not part of make test: the pre-release compiles on its own.
+test-preview: $(if $(PREVIEW),build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controller-manager kube-scheduler kubectl local-up) node-deps) ## The preview of the next minor, as root (LINE=, default lines/preview's): e2e checks of its binaries, PodSecurityPolicy's unit tests, make run NODES=1 on main's kubelet.
+ifeq ($(PREVIEW),)
+	@p=$$(hack/line.sh preview); [[ -n $$p ]] || { echo "test-preview: lines/preview lists no minor" >&2; exit 2; }; \
+		$(MAKE) --no-print-directory test-preview LINE=$$p
+else
+	if [[ $$(id -u) -ne 0 ]]; then echo "test-preview: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
+	@echo "test-preview: line $(LINE) ($$(hack/line.sh version $(LINE))): PodSecurityPolicy's unit tests" >&2
+	$(GO) test $(UNIT_FLAGS) ./pkg/security/podsecuritypolicy/... ./plugin/pkg/admission/security/podsecuritypolicy/... ./pkg/pspmigration/...
+	@echo "test-preview: line $(LINE): e2e checks of its binaries, and a node on main's kubelet" >&2
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_BIN=$(CURDIR)/_output/bin TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
+		$(GO) test -count=1 -timeout 20m -parallel 4 -v -run '$(LINE_E2E)|^TestPreviewOnMainNodes$$' \
+		-ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+endif
+
 bump: ## LINE=1.Y VERSION=v1.Y.Z: move a line (or main to the next minor) to an upstream release, gated; report in _output/bump.
 	@[[ -n "$(VERSION)" ]] || { echo "bump: VERSION=v1.Y.Z is required (LINE= defaults to main's, $(MAIN_LINE))" >&2; exit 2; }
 	hack/bump.sh "$(LINE)" "$(VERSION)"
@@ -604,7 +634,7 @@ test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up nod
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-node: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
-		$(GO) test -count=1 -timeout 20m -parallel 2 -v -run '^Test(LocalNodes|LocalUpKeepsState|KubeadmInitForReal|Adversarial|PSPMigration)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+		$(GO) test -count=1 -timeout 20m -parallel 2 -v -run '^Test(LocalNodes|LocalUpKeepsState|KubeadmInitForReal|Adversarial|PSPMigration|QuickStart)' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 	$(call tier_done,test-node)
 
 test-e2e-images: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-deps e2e-images ## The e2e framework's images on a real node, as root: each runs under its name, nothing pulled, and does what the specs use it for.

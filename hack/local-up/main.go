@@ -66,8 +66,8 @@ func main() {
 }
 
 type options struct {
-	dir, bin, admissionConfig, plugins, images, policies string
-	e2eImages, extraImages, containerd                   string
+	dir, bin, nodeBin, admissionConfig, plugins, images, policies string
+	e2eImages, extraImages, containerd                            string
 	// cleanCommand is what resets dir, as the user would type it.
 	cleanCommand                               string
 	port, controllerManagerPort, schedulerPort int
@@ -83,6 +83,7 @@ func run() (runErr error) {
 	var o options
 	flag.StringVar(&o.dir, "dir", "_output/local", "state directory: PKI, kubeconfigs, etcd data, logs")
 	flag.StringVar(&o.bin, "bin", "_output/bin", "directory with kube-apiserver, kube-controller-manager and kube-scheduler")
+	flag.StringVar(&o.nodeBin, "node-bin", "", "directory with the nodes' kubelet and kube-proxy (default -bin; make run LINE= of a preview passes main's, lines/README.md)")
 	flag.StringVar(&o.admissionConfig, "admission-config", "examples/admission/admission-config.yaml", "AdmissionConfiguration file for kube-apiserver; empty for none, as kubeadm's default")
 	flag.StringVar(&o.plugins, "admission-plugins", "", "comma-separated admission plugins to enable besides upstream's defaults and NodeRestriction")
 	flag.IntVar(&o.port, "port", int(kubeadmconstants.KubeAPIServerPort), "kube-apiserver's secure port")
@@ -106,7 +107,10 @@ func run() (runErr error) {
 	flag.StringVar(&o.cleanCommand, "clean-command", "", "the command that resets -dir, for messages (make run passes `make clean-local` with its LINE); default: this program with -dir and -clean")
 	clean := flag.Bool("clean", false, "remove the state in -dir, and what a killed run's nodes left on the host, instead of running")
 	flag.Parse()
-	for _, p := range []*string{&o.dir, &o.bin, &o.admissionConfig, &o.images, &o.e2eImages, &o.containerd} {
+	if o.nodeBin == "" {
+		o.nodeBin = o.bin
+	}
+	for _, p := range []*string{&o.dir, &o.bin, &o.nodeBin, &o.admissionConfig, &o.images, &o.e2eImages, &o.containerd} {
 		if *p == "" {
 			continue
 		}
@@ -195,7 +199,7 @@ func run() (runErr error) {
 				images = append(images, abs)
 			}
 		}
-		if err := localnode.CheckHost(localnode.Config{Bin: o.bin, Images: images, Containerd: o.containerd}); err != nil {
+		if err := localnode.CheckHost(localnode.Config{Bin: o.nodeBin, Images: images, Containerd: o.containerd}); err != nil {
 			return err
 		}
 	}
@@ -220,7 +224,7 @@ func run() (runErr error) {
 	}
 	if o.nodes > 0 {
 		nodes, err = localnode.Prepare(localnode.Config{
-			Dir: o.dir, Bin: o.bin, Images: images, Containerd: o.containerd, Nodes: o.nodes, Layout: *layout, Kubeadm: cfg,
+			Dir: o.dir, Bin: o.nodeBin, Images: images, Containerd: o.containerd, Nodes: o.nodes, Layout: *layout, Kubeadm: cfg,
 			Progress: func(format string, args ...any) { fmt.Printf(format+"\n", args...) },
 		})
 		if err != nil {
