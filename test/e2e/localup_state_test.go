@@ -369,23 +369,11 @@ func TestLocalUpAcrossLines(t *testing.T) {
 // the same grant's WebSocket exec on a node local-up starts with the flag).
 func TestMakeRunCtrlC(t *testing.T) {
 	ports := freePorts(t, 3)
-	terminal, tty := openPTY(t)
 	dir := t.TempDir()
 	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "run", "LOCAL_DIR="+dir,
 		"PORT="+ports[0], "CONTROLLER_MANAGER_PORT="+ports[1], "SCHEDULER_PORT="+ports[2],
 		"APISERVER_ARGS="+nodesproxy.Flag+"=true")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	// A session of its own with the terminal as its controlling one, as a
-	// login shell has; make is then the terminal's foreground group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	var out syncBuffer
-	go func() { _, _ = io.Copy(&out, terminal) }()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	terminal, out, exited := onTerminal(t, cmd)
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -441,6 +429,27 @@ func TestMakeRunCtrlC(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("make run still running 3 minutes after Ctrl-C:\n%s", out.String())
 	}
+}
+
+// onTerminal starts cmd as the foreground job of a pseudo-terminal of its
+// own (a session with the terminal as its controlling one, as a login shell
+// has), so that Ctrl-C typed into the terminal reaches the job as it does a
+// user's. It returns the terminal's side, the job's output as it comes and
+// the job's end. A cleanup registered after it runs before the terminal
+// closes, which would hang the job up instead of stopping it.
+func onTerminal(t *testing.T, cmd *exec.Cmd) (terminal *os.File, out *syncBuffer, exited chan error) {
+	t.Helper()
+	terminal, tty := openPTY(t)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	out, exited = &syncBuffer{}, make(chan error, 1)
+	go func() { _, _ = io.Copy(out, terminal) }()
+	go func() { exited <- cmd.Wait() }()
+	return terminal, out, exited
 }
 
 // openPTY opens a pseudo-terminal: the terminal's side, which the test

@@ -5,7 +5,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,25 +128,10 @@ func runTaskPage(t *testing.T, page string, ready time.Duration) *taskRun {
 func (r *taskRun) start(b taskBlock, script string, ready time.Duration) {
 	r.t.Helper()
 	r.t.Logf("%s:%d: terminal 1: %s", r.page, b.line, script)
-	r.out = &syncBuffer{}
-	terminal, tty := openPTY(r.t)
-	r.terminal = terminal
-	// After openPTY's, so that it runs before the terminal closes: a
-	// closed terminal hangs its job up instead of stopping it.
-	r.t.Cleanup(r.cleanup)
 	r.holder = exec.Command("bash", "-c", script)
 	r.holder.Dir, r.holder.Env = r.repoRoot, r.env
-	r.holder.Stdin, r.holder.Stdout, r.holder.Stderr = tty, tty, tty
-	// A session of its own with the terminal as its controlling one, so
-	// that Ctrl-C reaches its foreground job as the reader's does.
-	r.holder.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := r.holder.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	tty.Close()
-	go func() { _, _ = io.Copy(r.out, terminal) }()
-	r.exited = make(chan error, 1)
-	go func(c *exec.Cmd, exited chan error) { exited <- c.Wait() }(r.holder, r.exited)
+	r.terminal, r.out, r.exited = onTerminal(r.t, r.holder)
+	r.t.Cleanup(r.cleanup) // after onTerminal's, so before the terminal closes
 	deadline := time.After(ready)
 	for !strings.Contains(r.out.String(), "Ctrl-C stops it") {
 		select {
