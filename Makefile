@@ -520,7 +520,7 @@ UNIT_FLAGS := -count=1 -p 4 -ldflags=-w
 
 # >>> lines (lines/README.md): an older line's tier, the bump and the canary.
 # The tier is the line's unit tests (PodSecurityPolicy's v1.24 decision cases
-# among them) and, against its own binaries, the e2e checks of the binary
+# among them; -short, so that the largest corpora run on main only) and, against its own binaries, the e2e checks of the binary
 # (version, every registered plugin in -h, -h otherwise upstream's), of the
 # core objects through the default chain, of PodSecurityPolicy's API and
 # admission, and of the other restored plugins. Main's e2e suite also covers
@@ -535,7 +535,7 @@ test-line: ## The tier of every older line (make test runs it): make vulncheck, 
 else
 test-line: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-controller-manager kubectl) vulncheck
 	@echo "test-line: line $(LINE) ($$(hack/line.sh version $(LINE))): unit tests" >&2
-	$(GO) test $(UNIT_FLAGS) $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test $(UNIT_FLAGS) -short $$($(GO) list ./... | grep -v /test/e2e)
 	@echo "test-line: line $(LINE): e2e checks of its binaries" >&2
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m -parallel 4 -v -run '$(LINE_E2E)' \
 		-ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
@@ -614,7 +614,7 @@ test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registr
 	# The air-gap test's node, as root (it skips, saying so, otherwise).
 	if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory node-packages; fi
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" TURNSTILE_RELEASE_KUBECTL_PSP_PLATFORMS="$(KUBECTL_PSP_PLATFORMS)" \
-		TURNSTILE_RELEASE_FIPS_DIR=$(CURDIR)/$(RELEASE_DIR)-fips TURNSTILE_RELEASE_AIRGAP=$(AIRGAP) \
+		TURNSTILE_RELEASE_FIPS_DIR=$(CURDIR)/$(RELEASE_DIR)-fips TURNSTILE_RELEASE_AIRGAP=$(AIRGAP) TURNSTILE_RELEASE_REBUILD=1 \
 		TURNSTILE_RELEASE_SIGNING_KEY=$(CURDIR)/$(OUT)/test-release-key/cosign.key COSIGN_PASSWORD=test-release \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestRelease' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 	# Each older line's air-gap bundle for this machine, and kubeadm init

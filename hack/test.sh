@@ -9,10 +9,11 @@
 # The tiers that need root (network namespaces, a bridge, cgroups) run only
 # as root, and say so otherwise.
 #
-# As root, the older lines' tier runs beside make test-node, in a session of
-# its own at the lowest priority: the real nodes leave more than half of
-# the CPU idle while pods start and stop, and the line's tier is compiling,
-# unit tests and e2e checks that assert nothing about time. Every other
+# As root, the older lines' tier runs beside make test-node and then make
+# test-conformance, in a session of its own at the lowest priority: the real
+# nodes leave more than half of the CPU idle while pods start and stop, and
+# the line's tier is compiling, unit tests and e2e checks that assert nothing
+# about time. Every other
 # tier runs alone: make test-ha measures outages, and the e2e suite has
 # tests about time.
 set -uo pipefail
@@ -58,36 +59,35 @@ first_end=$(date +%s)
 # Rows of the table after the first make's: "name seconds".
 rows=()
 if $root && ((status == 0)); then
-	echo "test: make test-line runs beside make test-node, at the lowest priority; its output follows when both have ended" >&2
+	echo "test: make test-line runs beside make test-node and make test-conformance, at the lowest priority; its output follows when all have ended" >&2
 	line_start=$(date +%s)
 	# setsid: a session, and so a scheduling autogroup, of its own, whose
-	# nice is what makes it yield to make test-node.
+	# nice is what makes it yield to the real nodes' tiers.
 	setsid bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec "$@"' line \
 		"$make" --no-print-directory test-line TIER_LOG="$line_log" >"$line_out" 2>&1 &
 	line=$!
 	"$make" --no-print-directory test-node TIER_LOG="$log"
 	status=$?
 	node_end=$(date +%s)
+	rows+=("test-node$( ((status == 0)) || echo ' (failed)') $((node_end - first_end))")
+	if ((status == 0)); then
+		"$make" --no-print-directory test-conformance TIER_LOG="$log"
+		status=$?
+		rows+=("test-conformance$( ((status == 0)) || echo ' (failed)') $(($(date +%s) - node_end))")
+	fi
 	wait "$line"
 	line_status=$?
 	line=
 	waited=$(date +%s)
-	echo "test: make test-line, beside make test-node:" >&2
+	echo "test: make test-line, beside make test-node and make test-conformance:" >&2
 	cat "$line_out"
 	line_end=$(awk '$1 == "test-line" {print $2}' "$line_log")
-	rows+=("test-node$( ((status == 0)) || echo ' (failed)') $((node_end - first_end))")
 	if ((line_status == 0)); then
 		rows+=("test-line (beside) $((line_end - line_start))")
 	else
 		rows+=("test-line (failed) $((waited - line_start))")
 	fi
-	if ((status == 0 && line_status != 0)); then
-		status=$line_status
-	elif ((status == 0)); then
-		"$make" --no-print-directory test-conformance TIER_LOG="$log"
-		status=$?
-		rows+=("test-conformance$( ((status == 0)) || echo ' (failed)') $(($(date +%s) - waited))")
-	fi
+	((status != 0)) || status=$line_status
 fi
 end=$(date +%s)
 
