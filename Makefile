@@ -709,6 +709,9 @@ verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) vulncheck ## gofmt, go vet, go.mod 
 	$(GO) run ./hack/verify-examples -bin $(BIN)
 	$(call tier_done,verify)
 
+update-docs: ## Write docs/reference/components.md from the go.mod files and build/oci (make verify checks it; make bump runs this).
+	$(GO) run ./hack/verify-docs -write
+
 clean: ## Remove _output.
 	rm -rf _output
 

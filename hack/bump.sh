@@ -199,6 +199,8 @@ else
 	sed -i "s/\b${old//./\\.}\b/$version/g; s/\b${old_staging//./\\.}\b/$new_staging/g" "${docs[@]}"
 fi
 [[ $mode == line-patch ]] || sed -i "s|k8s.io/kubernetes $old)|k8s.io/kubernetes $version)|" lines/README.md
+# The component versions' page is written from the go.mod files just moved.
+go run ./hack/verify-docs -write
 if [[ $mode == main-minor ]]; then
 	sed -i "/^| main | $version |/a | $main | $old | \`lines/$main/\`: \`go.mod\`, \`test/images/go.mod\`, \`test/conformance/go.mod\`, \`build/coredns/go.mod\` |" lines/README.md
 fi

@@ -25,6 +25,8 @@ import (
 // docs name before any line has it.
 type lines struct {
 	versions  map[string]bool // "v1.37.2"
+	order     []string        // "1.37", "1.36": main's first
+	preview   []string        // "1.38": the next minor's pre-release, if any
 	nextMinor int             // 38
 }
 
@@ -38,6 +40,11 @@ func supportedLines(root string) (lines, error) {
 		}
 		return strings.TrimSpace(string(out)), nil
 	}
+	preview, err := lineSh("preview")
+	if err != nil {
+		return l, err
+	}
+	l.preview = strings.Fields(preview)
 	list, err := lineSh("list")
 	if err != nil {
 		return l, err
@@ -48,6 +55,7 @@ func supportedLines(root string) (lines, error) {
 			return l, err
 		}
 		l.versions[v] = true
+		l.order = append(l.order, minor)
 		if i == 0 { // main's line comes first
 			n, err := strconv.Atoi(strings.TrimPrefix(minor, "1."))
 			if err != nil {
@@ -119,30 +127,8 @@ const makeTestTimeHome = "README.md"
 
 var (
 	sentenceEnd = regexp.MustCompile(`[.;:!?|](\s+|$)`)
-	makeTest    = regexp.MustCompile("`?make test\\b`?([^-]|$)")
 	duration    = regexp.MustCompile(`\b\d[\d,]*(\.\d+)? ?(s|seconds?|min|minutes?|h|hours?)\b`)
 )
-
-// restatedMakeTestTime reports a sentence outside README.md that gives a
-// duration after `make test` (not a make test-* target's).
-func restatedMakeTestTime(file, prose string) []string {
-	if file == makeTestTimeHome {
-		return nil
-	}
-	var problems []string
-	for i, line := range strings.Split(prose, "\n") {
-		for _, sentence := range sentenceEnd.Split(line, -1) {
-			loc := makeTest.FindStringIndex(sentence)
-			if loc == nil {
-				continue
-			}
-			if d := duration.FindString(sentence[loc[1]-1:]); d != "" {
-				problems = append(problems, fmt.Sprintf("%s:%d: %q after `make test`: its time is stated in %s only; link there", file, i+1, d, makeTestTimeHome))
-			}
-		}
-	}
-	return problems
-}
 
 // figure is a measured number with its unit, precise enough (three
 // significant digits) that two pages showing it are one copying the other.

@@ -31,27 +31,6 @@ func TestStaleVersions(t *testing.T) {
 	}
 }
 
-func TestRestatedMakeTestTime(t *testing.T) {
-	prose := strings.Join([]string{
-		"A warm make test takes 900 s on 2 cores.",                        // 1: planted
-		"`make test-ha` takes about 4 minutes; `make test` runs it.",      // 2: a tier's time
-		"See the README for how long `make test` takes. It has 13 specs.", // 3: none
-		"It adds 2 minutes to a warm `make test` (its conformance tier).", // 4: before, not after
-		"`make test` (14 min 36 s warm) ends with a table.",               // 5: planted
-	}, "\n")
-	got := restatedMakeTestTime("docs/testing.md", prose)
-	want := []string{
-		`docs/testing.md:1: "900 s" after ` + "`make test`" + `: its time is stated in README.md only; link there`,
-		`docs/testing.md:5: "14 min" after ` + "`make test`" + `: its time is stated in README.md only; link there`,
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if p := restatedMakeTestTime("README.md", prose); p != nil {
-		t.Errorf("README.md is make test's time's home, yet: %v", p)
-	}
-}
-
 func TestRestatedFigures(t *testing.T) {
 	docs := map[string]string{
 		"README.md":           "A pod create allocates 1.003× upstream's bytes; CPU about 7% more.\nready in 4 s",

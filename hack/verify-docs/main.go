@@ -6,11 +6,14 @@
 // a doc names is a target of the Makefile, and every flag a doc gives to
 // one of our binaries is one that binary accepts (its -h says so), every
 // task page is short, states no measured figure and names the test that
-// runs its commands (tasks.go), and
+// runs its commands (tasks.go), every page of docs/ is indexed under its kind
+// and a figure is stated on a page of its kind only (kinds.go), and
 // every registry.k8s.io image a doc's command runs is one the local nodes
 // are given (build/oci): a pull of any other fails there. It also keeps each
-// fact in one place (facts.go): no Kubernetes version a line no longer
-// pins, make test's time in README.md only, no figure on two pages.
+// fact in one place (facts.go, components.go): no Kubernetes version a line
+// no longer pins, a suite's time on its home page only, no figure on two
+// pages, a component version on the generated docs/reference/components.md
+// only.
 //
 // Only code (inline spans and fenced blocks) is read for make targets and
 // flags: that is what a reader copies. `make verify` runs it.
@@ -33,6 +36,7 @@ import (
 func main() {
 	root := flag.String("root", ".", "the repository: its Markdown files, Makefile")
 	bin := flag.String("bin", "_output/bin", "directory of our built binaries, whose -h lists the flags they accept")
+	write := flag.Bool("write", false, "write "+componentsPage+" from the go.mod files and build/oci, and check nothing (make update-docs; make bump runs it)")
 	flag.Parse()
 	targets, err := makeTargets(filepath.Join(*root, "Makefile"))
 	if err != nil {
@@ -44,7 +48,19 @@ func main() {
 		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
 		os.Exit(1)
 	}
-	problems, n, err := check(*root, rules{targets: targets, flags: helpFlags(*bin), images: localImages(), lines: supported})
+	components, err := pinnedComponents(*root, supported)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
+		os.Exit(1)
+	}
+	if *write {
+		if err := os.WriteFile(filepath.Join(*root, componentsPage), []byte(componentsMarkdown(components)), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	problems, n, err := check(*root, rules{targets: targets, flags: helpFlags(*bin), images: localImages(), lines: supported, components: components})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
 		os.Exit(1)
@@ -69,6 +85,9 @@ type rules struct {
 	flags   flagsOf
 	images  map[string]bool // the images local nodes have
 	lines   lines           // the Kubernetes versions docs may name
+	// components are the component versions the project pins, whose home
+	// is componentsPage.
+	components []pinned
 }
 
 // localImages is every name of every image the local nodes import.
@@ -161,7 +180,22 @@ func check(root string, r rules) ([]string, counts, error) {
 		anchors[path] = headingAnchors(string(data))
 		return anchors[path], nil
 	}
-	var problems []string
+	var rels []string
+	for _, file := range files {
+		rel, _ := filepath.Rel(root, file)
+		rels = append(rels, filepath.ToSlash(rel))
+	}
+	kinds, problems, err := pageKinds(root, rels)
+	if err != nil {
+		return nil, n, err
+	}
+	if r.components != nil {
+		problems = append(problems, checkComponentsPage(root, r.components)...)
+	}
+	terms, err := glossaryTerms(root)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, n, err
+	}
 	textOf := map[string]string{} // each doc without its fenced blocks
 	for _, file := range files {
 		data, err := os.ReadFile(file)
@@ -176,7 +210,10 @@ func check(root string, r rules) ([]string, counts, error) {
 		}
 		problems = append(problems, staleVersions(rel, string(data), r.lines)...)
 		text := splitFencesOnly(string(data))
-		problems = append(problems, restatedMakeTestTime(rel, text)...)
+		k := kindOf(rel, kinds)
+		problems = append(problems, misplacedFigures(rel, text, k)...)
+		problems = append(problems, restatedVersions(rel, text, k, r.components)...)
+		problems = append(problems, unlinkedTerms(rel, text, terms)...)
 		textOf[rel] = text
 		for _, l := range links(prose) {
 			if !strings.Contains(l.target, "://") {
@@ -353,7 +390,8 @@ func splitFencesOnly(doc string) string {
 	return b.String()
 }
 
-var markdownLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+// markdownLink is a link: its text, then its target.
+var markdownLink = regexp.MustCompile(`\[([^\]]*)\]\(([^)]*)\)`)
 
 func slug(text string) string {
 	text = markdownLink.ReplaceAllString(text, "$1")

@@ -28,6 +28,7 @@ func TestCheckFindsPlantedRot(t *testing.T) {
 	write("Makefile", "GO ?= go\nrun: build ## Run.\n\t$(GO) run .\nbuild test-e2e:\n\ttrue\nVAR := x\n")
 	write("docs/guide.md", "# Guide\n\n## Step 1: run it (as root)\n\ntext\n\n## Step 1: run it (as root)\n\n## Pods again, 2026-11-02\n\n```sh\n# Run of March 2026\n```\n"+
 		"Measured on v1.36.3, main is v1.37.2. A warm make test takes 900 s. Chain: 1,062 ns.\n")
+	write("docs/README.md", "# Docs\n\n## Evidence\n\n[The guide](guide.md).\n")
 	write("README.md", strings.Join([]string{
 		"# Turnstile",
 		"See [the guide](docs/guide.md), [its step](docs/guide.md#step-1-run-it-as-root),",
@@ -73,20 +74,21 @@ func TestCheckFindsPlantedRot(t *testing.T) {
 		`README.md:11: ` + "`make missing-target`" + `: the Makefile has no target "missing-target"`,
 		`README.md:13: ` + "`kube-apiserver ... --no-such-flag`" + `: kube-apiserver does not accept -no-such-flag (its -h does not list it)`,
 		`README.md:14: image registry.k8s.io/e2e-test-images/agnhost:2.63.0 is not one the local nodes have (build/oci: make node-images, make e2e-images), so its pull fails there`,
+		`README.md:15: "1,062 ns": a measured figure's home is an evidence page (with its commit and command); this page is reference: link there`,
 		`README.md:4: link "docs/gone.md": no such file`,
 		`README.md:4: link "docs/guide.md#step-2": no heading in guide.md has the anchor #step-2`,
 		`README.md:6: ` + "`make nosuch`" + `: the Makefile has no target "nosuch"`,
 		`README.md:8: ` + "`local-up ... -bogus`" + `: local-up does not accept -bogus (its -h does not list it)`,
 		`docs/guide.md: heading "Pods again, 2026-11-02" is titled by a date (say what holds now; git keeps when)`,
-		`docs/guide.md:14: "900 s" after ` + "`make test`" + `: its time is stated in README.md only; link there`,
+		`docs/guide.md:14: "900 s" after ` + "`make test`" + `: a suite's time is stated in README.md only; link there`,
 		`docs/guide.md:14: 1,062ns is restated from README.md:15: state a figure on one page (with its commit and command) and link to it`,
 		`docs/guide.md:14: v1.36.3 is no supported line's Kubernetes version (supported: v1.36.5, v1.37.2): name the line instead, or the version the line pins (make bump moves it in every doc)`,
 	}
 	if strings.Join(problems, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(want, "\n"))
 	}
-	if n.files != 2 || n.links != 6 || n.makes != 5 || n.flags != 7 || n.images != 2 {
-		t.Errorf("counts %+v, want 2 files, 6 relative links, 5 make targets, 7 flags, 2 images", n)
+	if n.files != 3 || n.links != 7 || n.makes != 5 || n.flags != 7 || n.images != 2 {
+		t.Errorf("counts %+v, want 3 files, 7 relative links, 5 make targets, 7 flags, 2 images", n)
 	}
 }
 

@@ -115,7 +115,7 @@ var upstreamDefaultOff = []string{
 }
 
 // historicAnchor is the plugin each restored plugin ran right after when
-// upstream still shipped it (design.md).
+// upstream still shipped it (docs/glossary.md, "historic anchors").
 var historicAnchor = map[string]string{
 	"SecurityContextDeny":   "NamespaceExists",
 	"PodSecurityPolicy":     "PodSecurity",

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package psptesting holds the PodSecurityPolicy fixtures of the conformance
-// cases (removed-plugins-spec.md 4.9), shared by the tests of the providers
+// v1.24 decision cases (docs/podsecuritypolicy.md), shared by the tests of the providers
 // and of the admission plugin. Only tests import it.
 package psptesting
 

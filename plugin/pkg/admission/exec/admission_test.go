@@ -103,7 +103,8 @@ func intoInitContainers(p *corev1.Pod) *corev1.Pod {
 	return p
 }
 
-// The conformance cases of removed-plugins-spec.md section 2.5.
+// The cases of the upstream documentation of DenyEscalatingExec and
+// DenyExecOnPrivileged (docs/restored-controllers.md says what they do).
 func TestSpecCases(t *testing.T) {
 	tests := []struct {
 		name        string

@@ -47,7 +47,8 @@ func attrs(obj runtime.Object, resource, subresource string, op admission.Operat
 		api.Resource(resource).WithVersion("version"), subresource, op, nil, false, nil)
 }
 
-// The conformance cases of removed-plugins-spec.md section 1.5.
+// The cases of SecurityContextDeny's upstream documentation
+// (docs/restored-controllers.md says what it refuses).
 func TestSpecCases(t *testing.T) {
 	tests := []struct {
 		name        string

@@ -3,7 +3,7 @@
 
 package podsecuritypolicy
 
-// The 48 conformance cases of removed-plugins-spec.md 4.9, each test named
+// The 48 v1.24 decision cases (docs/podsecuritypolicy.md, "What it does"), each test named
 // "case N ...". Pods go through Admit and then Validate on Admit's output,
 // with the same attributes, behind admission.WithAudit; updates through
 // Validate. Cases about one strategy in isolation (35, 38's level

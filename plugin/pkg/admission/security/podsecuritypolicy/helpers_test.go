@@ -153,7 +153,7 @@ func wantForbidden(t *testing.T, phase string, err error, substrings ...string) 
 }
 
 // createCase is a pod creation, judged by Admit then by Validate on Admit's
-// output, as removed-plugins-spec.md 4.9 describes.
+// output, as v1.24's apiserver ran them.
 type createCase struct {
 	spec  int
 	name  string

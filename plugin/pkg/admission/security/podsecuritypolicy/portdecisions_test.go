@@ -3,8 +3,8 @@
 
 package podsecuritypolicy
 
-// The deliberate v1.36 differences from v1.24 (removed-plugins-spec.md
-// 4.8), through the plugin unless the difference is in one provider.
+// The deliberate differences from v1.24 (docs/podsecuritypolicy.md,
+// "Differences from v1.24"), through the plugin unless the difference is in one provider.
 
 import (
 	"strings"
