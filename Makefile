@@ -224,6 +224,14 @@ bench-scale: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-control
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -scale "$(SCALE_STEPS)" -out $(OUT)/bench-scale $(SCALE_FLAGS)
 	$(BIN)/plot -in $(OUT)/bench-scale/plot.json -out $(OUT)/bench-scale/scale.png
 
+# make bench-psp: PodSecurityPolicy at the scale of a large multi-tenant
+# cluster, ours side by side with v1.24.17's own plugin and RBAC authorizer
+# (test/psp124, a module of its own), in one run, as ratios.
+PSP_BENCHTIME ?= 1s
+PSP_ROUNDS ?= 2
+bench-psp: ## PodSecurityPolicy against v1.24.17's own plugin: 1 to 1,000 policies among 100 or 10,000 bindings, three requesters, the same decisions checked; time, allocations and authorizer calls per pod create as ratios; PSP_BENCHTIME=, PSP_ROUNDS=; table in _output/bench-psp.
+	$(base_goflags) $(GO) run ./test/pspscale/bench -out $(OUT)/bench-psp -benchtime $(PSP_BENCHTIME) -rounds $(PSP_ROUNDS)
+
 $(BIN)/kwok: FORCE
 	$(base_goflags) $(GO) build -C test/scale -trimpath -o $(CURDIR)/$@ sigs.k8s.io/kwok/cmd/kwok
 
@@ -503,6 +511,16 @@ containerd: ## containerd 2.x (containerd, its runc shim, ctr) for the nodes of 
 			-o $(CURDIR)/$(CONTAINERD_DIR)/$$cmd github.com/containerd/containerd/v2/cmd/$$cmd || exit 1; \
 	done
 # <<< conformance
+
+# Every binary make test's tiers go build, which hack/test.sh links first,
+# two at a time: a tier builds its binaries one after another, and a link
+# keeps one core busy. Only go build's: a recipe that may install Debian's
+# packages (pause, the node images) stays in its tier, since two apt runs
+# cannot share dpkg's lock.
+TEST_BINARIES := $(sort kube-apiserver kubectl-psp $(DOC_BINARIES) kube-apiserver-planted $(TOOLS) e2e.test ginkgo agnhost coredns busybox-sh govulncheck)
+.PHONY: test-binaries
+test-binaries: $(addprefix $(BIN)/,$(TEST_BINARIES))
+	$(call tier_done,test-binaries)
 
 test: ## Verify, then unit, e2e, every older line's tier, short HA, real-node and conformance-tier tests (the last three as root only, the lines' tier then beside the real nodes), and how long each took. CI runs this.
 	MAKE="$(MAKE)" hack/test.sh

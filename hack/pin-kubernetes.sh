@@ -11,13 +11,19 @@
 #                                              test/conformance/go.mod, test/scale/go.mod
 #   hack/pin-kubernetes.sh -line 1.Y v1.Y.Z    an older line (lines/README.md): the same
 #                                              modules' go.mod files under lines/1.Y/
+#   hack/pin-kubernetes.sh -anchor v1.24.Z     test/psp124/go.mod: v1.24's own
+#                                              PodSecurityPolicy, which make bench-psp
+#                                              measures ours against
 #
 # Running it twice with the same version changes nothing.
 set -euo pipefail
 
-usage() { echo "usage: hack/pin-kubernetes.sh [-line 1.Y] vX.Y.Z (for example v1.37.2, or -line 1.36 v1.36.5)" >&2; exit 2; }
-line=
-if [[ ${1:-} == -line ]]; then
+usage() { echo "usage: hack/pin-kubernetes.sh [-line 1.Y | -anchor] vX.Y.Z (for example v1.37.2, -line 1.36 v1.36.5, or -anchor v1.24.17)" >&2; exit 2; }
+line= anchor=
+if [[ ${1:-} == -anchor ]]; then
+	anchor=1
+	shift
+elif [[ ${1:-} == -line ]]; then
 	[[ $# -ge 2 ]] || usage
 	line=$2
 	shift 2
@@ -120,6 +126,14 @@ write_conformance_imports() {
 	mv "$out.tmp" "$out"
 	gofmt -w "$out"
 }
+
+# The anchor: v1.24's PodSecurityPolicy plugin and RBAC authorizer, in a
+# module of their own so that main's graph stays its release's.
+if [[ -n $anchor ]]; then
+	pin test/psp124
+	echo "pinned test/psp124 to k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version}"
+	exit 0
+fi
 
 # The main module; test/images, a module of its own for upstream's e2e
 # image binaries (agnhost); test/conformance, one for upstream's e2e.test;

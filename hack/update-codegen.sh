@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Regenerates the code generated from pkg/apis/policy (internal) and
 # pkg/apis/policy/v1beta1 (the wire version): deepcopy, conversion, defaulters,
-# prerelease lifecycle, OpenAPI definitions and protobuf; and from the
+# OpenAPI definitions and protobuf (the API's lifecycle is written by hand:
+# pkg/apis/policy/v1beta1/lifecycle.go says why); and from the
 # +genclient types of pkg/apis/policy/v1beta1 the typed clientset, listers and
 # informers under pkg/client.
 #
@@ -32,7 +33,7 @@ line_flags=()
 [[ -z $oldest ]] || read -ra line_flags <<< "$(hack/line.sh goflags "$oldest")"
 echo "update-codegen: building the generators${oldest:+ of line $oldest}" >&2
 go build "${line_flags[@]}" -o "$work/bin/" \
-	k8s.io/code-generator/cmd/{deepcopy-gen,defaulter-gen,conversion-gen,prerelease-lifecycle-gen,go-to-protobuf,go-to-protobuf/protoc-gen-gogo,client-gen,lister-gen,informer-gen} \
+	k8s.io/code-generator/cmd/{deepcopy-gen,defaulter-gen,conversion-gen,go-to-protobuf,go-to-protobuf/protoc-gen-gogo,client-gen,lister-gen,informer-gen} \
 	k8s.io/kube-openapi/cmd/openapi-gen golang.org/x/tools/cmd/goimports
 tool() { local name=$1; shift; "$work/bin/$name" "$@"; }
 
@@ -65,17 +66,6 @@ tool conversion-gen --go-header-file "$header" --output-file zz_generated.conver
 	--extra-peer-dirs k8s.io/kubernetes/pkg/apis/core,k8s.io/kubernetes/pkg/apis/core/v1,k8s.io/apimachinery/pkg/apis/meta/v1,k8s.io/apimachinery/pkg/conversion,k8s.io/apimachinery/pkg/runtime \
 	"$external"
 
-echo "update-codegen: prerelease lifecycle" >&2
-tool prerelease-lifecycle-gen --go-header-file "$header" --output-file zz_generated.prerelease-lifecycle.go \
-	"$external"
-
-# Only our package is an input, so that the file holds the policy/v1beta1
-# definitions alone and compiles against every supported Kubernetes line
-# (upstream's own definitions serve the meta and core types, see
-# pkg/policyserver). openapi-gen then writes references to types outside its
-# inputs as Go paths ("k8s.io/api/core/v1.SELinuxOptions"); they are
-# rewritten to the OpenAPI model names upstream's definitions are keyed by
-# ("io.k8s.api.core.v1.SELinuxOptions").
 echo "update-codegen: openapi" >&2
 tool openapi-gen --go-header-file "$header" \
 	--output-dir "$openapi_dir" --output-pkg "$module/$openapi_dir" \

@@ -16,12 +16,13 @@ fi
 go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
 
 # The modules of their own, for the node images' third-party binaries,
-# containerd 2, upstream's e2e.test, kwok and the scale plot, hydrophone, govulncheck and krew. build/containerd,
+# containerd 2, upstream's e2e.test, kwok and the scale plot, hydrophone, govulncheck, krew and
+# v1.24's PodSecurityPolicy for make bench-psp (test/psp124). build/containerd,
 # test/conformance and test/krew have no code of ours (tool lines, blank imports):
 # vetting them would compile all of containerd or every e2e package.
 # build/publish (cosign) and test/registry are make test-release's to check:
 # their graphs are 4 GB of downloads on a cold cache.
-for mod in build/coredns build/containerd test/images test/conformance test/scale test/hydrophone test/vulncheck test/krew; do
+for mod in build/coredns build/containerd test/images test/conformance test/scale test/hydrophone test/vulncheck test/krew test/psp124; do
 	if [[ $mod != build/containerd && $mod != test/conformance && $mod != test/krew ]]; then
 		go vet -C "$mod" ./... || { echo "verify: go vet failed in $mod" >&2; fail=1; }
 	fi

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/emicklei/go-restful/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
@@ -14,6 +15,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/warning"
 	clientgoinformers "k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/common"
@@ -28,6 +30,14 @@ import (
 
 // Name is the server's name in the delegation chain and in its logs.
 const Name = "turnstile-policy-v1beta1"
+
+// ServedWarning is what every policy/v1beta1 request is told besides the
+// apiserver's own deprecation warning ("deprecated in v1.21+"): that
+// upstream removed the API in v1.25 and this build serves it, and how to
+// leave it. v1.24 said the API was "unavailable in v1.25+", which a build
+// that serves it past v1.25 must not say (pkg/apis/policy/v1beta1's
+// lifecycle.go).
+const ServedWarning = "policy/v1beta1 PodSecurityPolicy was removed from upstream Kubernetes in v1.25; this Turnstile build serves it (kubectl psp report and convert help to leave it)"
 
 // etcdPrefix is the key prefix under --etcd-prefix, v1.24's.
 const etcdPrefix = "podsecuritypolicy"
@@ -125,10 +135,18 @@ func New(c *genericapiserver.Config, informers clientgoinformers.SharedInformerF
 	// the web service is never needed.
 	container := s.Handler.GoRestfulContainer
 	for _, ws := range container.RegisteredWebServices() {
-		if ws.RootPath() == "/apis/"+policy.GroupName {
+		switch ws.RootPath() {
+		case "/apis/" + policy.GroupName:
 			if err := container.Remove(ws); err != nil {
 				return nil, err
 			}
+		case "/apis/" + policyv1beta1.SchemeGroupVersion.String():
+			// Every route of the version, read or write: the request's
+			// warning recorder is the aggregator's, in its context.
+			ws.Filter(func(req *restful.Request, resp *restful.Response, chain *restful.FilterChain) {
+				warning.AddWarning(req.Request.Context(), "", ServedWarning)
+				chain.ProcessFilter(req, resp)
+			})
 		}
 	}
 	klog.V(2).InfoS("Serving policy/v1beta1 podsecuritypolicies", "server", Name)

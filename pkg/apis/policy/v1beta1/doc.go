@@ -16,6 +16,5 @@
 // +k8s:openapi-model-package=io.k8s.api.policy.v1beta1
 // +k8s:conversion-gen=github.com/turnstile-k8s/turnstile/pkg/apis/policy
 // +k8s:defaulter-gen=TypeMeta
-// +k8s:prerelease-lifecycle-gen=true
 // +groupName=policy
 package v1beta1
