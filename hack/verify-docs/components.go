@@ -77,6 +77,7 @@ func pinnedComponents(root string, l lines) ([]pinned, error) {
 			}
 		}
 	}
+	all = append(all, pinned{"Kubernetes", strings.TrimPrefix(l.anchor, "v"), "the release whose own PodSecurityPolicy plugin `make bench-psp` measures ours against", anchorModule})
 	for _, c := range []struct{ component, module, what string }{
 		{"containerd", "github.com/containerd/containerd/v2", "the real nodes' containerd"},
 		{"CNI plugins", "github.com/containernetworking/plugins", "the real nodes' CNI plugins (bridge, host-local, loopback, portmap)"},

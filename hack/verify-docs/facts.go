@@ -27,6 +27,7 @@ type lines struct {
 	versions  map[string]bool // "v1.37.2"
 	order     []string        // "1.37", "1.36": main's first
 	preview   []string        // "1.38": the next minor's pre-release, if any
+	anchor    string          // "v1.24.17": the release make bench-psp measures against (anchorModule)
 	nextMinor int             // 38
 }
 
@@ -64,8 +65,18 @@ func supportedLines(root string) (lines, error) {
 			l.nextMinor = n + 1
 		}
 	}
+	v, err := goModVersion(root, anchorModule, "k8s.io/kubernetes")
+	if err != nil {
+		return l, err
+	}
+	l.anchor = "v" + v
+	l.versions[l.anchor] = true
 	return l, nil
 }
+
+// anchorModule pins the old release whose own PodSecurityPolicy make
+// bench-psp measures ours against: docs may name its version.
+const anchorModule = "test/psp124/go.mod"
 
 // kubeVersion matches a version with its prefix: the word before it (a
 // module path, a project's name) or the image it tags.
