@@ -136,6 +136,8 @@ func main() {
 	flag.StringVar(&o.admission, "admission-config", "hack/bench/admission-config.yaml", "AdmissionConfiguration for all-documented")
 	flag.StringVar(&o.only, "only", "", "run only configurations or scenarios whose name contains this")
 	flag.StringVar(&o.micro, "micro", "", "output of `go test -bench` to include in the report")
+	flag.IntVar(&pspScale.teams, "psp-teams", 0, "replace the 40 named teams of PodSecurityPolicy's policy set by this many generic ones (app-NNN, each tried before privileged), as make bench-psp's clusters (0: the named teams)")
+	flag.IntVar(&pspScale.bindings, "psp-bindings", 0, "RoleBindings and ClusterRoleBindings to create besides the policies' grants, on the Turnstile side of the configurations with PodSecurityPolicy")
 	var so scaleOptions
 	scale := flag.String("scale", "", "run the scale benchmark instead, through these steps: NODES/PODS/POLICIES/RULES,... (make bench-scale)")
 	policyHeap := flag.String("policy-heap", "", "instead of the load, measure what serving policy/v1beta1 adds to the live heap: NODES/PODS/POLICIES on two of our apiservers, one serving the API with the policies, one not (bench-scale's largest step: 5000/30000/1000)")

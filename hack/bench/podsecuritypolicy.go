@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -92,6 +94,76 @@ var teams = []team{
 	{name: "web", tweak: lowPorts},
 	{name: "workflows", baseline: true},
 	{name: "zookeeper", tweak: readOnlyRoot},
+}
+
+// pspScale, when its teams are set (-psp-teams, -psp-bindings), replaces
+// the named teams by that many generic ones, each with its own restricted
+// policy and grant, named app-NNN so that every one sorts before
+// privileged and is tried for the load's pod, and adds that many other
+// RoleBindings and ClusterRoleBindings: PodSecurityPolicy at the scale of
+// make bench-psp, seen by the whole apiserver.
+var pspScale struct{ teams, bindings int }
+
+// benchTeams are the teams the benchmark creates.
+func benchTeams() []team {
+	if pspScale.teams == 0 {
+		return teams
+	}
+	out := make([]team, pspScale.teams)
+	for i := range out {
+		out[i] = team{name: fmt.Sprintf("app-%03d", i)}
+	}
+	return out
+}
+
+// otherBindings grant something else than a policy (a ClusterRole that
+// reads pods) to users: half by ClusterRoleBinding, half by RoleBinding
+// in the teams' namespaces, as a cluster with thousands of users has them.
+func otherBindings(ctx context.Context, c kubernetes.Interface, namespaces []string, n int) error {
+	if n == 0 {
+		return nil
+	}
+	rbac := c.RbacV1()
+	if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-reader"}
+	work := make(chan int)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range work {
+				subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: fmt.Sprintf("user-%05d", i)}}
+				meta := metav1.ObjectMeta{Name: fmt.Sprintf("pod-reader:%05d", i)}
+				var err error
+				if i%2 == 0 {
+					_, err = rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{})
+				} else {
+					meta.Namespace = namespaces[i%len(namespaces)]
+					_, err = rbac.RoleBindings(meta.Namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{})
+				}
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("other bindings: %w", err)
+	default:
+		return nil
+	}
 }
 
 // psp is a PodSecurityPolicy with the seccomp and AppArmor annotations.
@@ -335,7 +407,8 @@ func setupPodSecurityPolicies(ctx context.Context, s *server) error {
 	// with the edit role's rules (edit itself is filled in by
 	// kube-controller-manager, which the benchmark does not run), its own
 	// policy for its service accounts, and for some baseline as well.
-	for i, t := range teams {
+	benchTeams := benchTeams()
+	for i, t := range benchTeams {
 		ns := t.name
 		steps = append(steps,
 			step{ns + " Namespace", func() error {
@@ -375,6 +448,13 @@ func setupPodSecurityPolicies(ctx context.Context, s *server) error {
 	if err := runSteps(steps); err != nil {
 		return err
 	}
+	var namespaces []string
+	for _, t := range benchTeams {
+		namespaces = append(namespaces, t.name)
+	}
+	if err := otherBindings(ctx, c, namespaces, pspScale.bindings); err != nil {
+		return err
+	}
 
 	// The load's pod, sent as the load sends it (system:masters), must be
 	// admitted unchanged by privileged.
@@ -382,7 +462,7 @@ func setupPodSecurityPolicies(ctx context.Context, s *server) error {
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		// Each probe runs to its end (ctx, not the poll's), so that last is
 		// a real answer.
-		pod, err := c.CoreV1().Pods(teams[0].name).Create(ctx, fixtures.Pod("psp-probe", ""), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		pod, err := c.CoreV1().Pods(benchTeams[0].name).Create(ctx, fixtures.Pod("psp-probe", ""), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			last = err.Error()
 			return false, nil
@@ -398,7 +478,7 @@ func setupPodSecurityPolicies(ctx context.Context, s *server) error {
 	// cannot be probed through admission here: SecurityContextDeny, also on
 	// in all-documented, refuses the user and group IDs that the team's
 	// policy gives them.)
-	team := teams[0].name
+	team := benchTeams[0].name
 	sa := serviceaccount.UserInfo(team, "default", "")
 	mayUse := func(policy string) (bool, error) {
 		review, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
