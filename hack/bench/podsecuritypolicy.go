@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,7 @@ import (
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
 	pspclient "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned"
 	"github.com/turnstile-k8s/turnstile/test/fixtures"
+	"github.com/turnstile-k8s/turnstile/test/pspscale"
 )
 
 // The PodSecurityPolicy set of the all-documented configuration: what a
@@ -116,33 +118,25 @@ func benchTeams() []team {
 	return out
 }
 
-// otherBindings grant something else than a policy (a ClusterRole that
-// reads pods) to users: half by ClusterRoleBinding, half by RoleBinding
-// in the teams' namespaces, as a cluster with thousands of users has them.
-func otherBindings(ctx context.Context, c kubernetes.Interface, namespaces []string, n int) error {
-	if n == 0 {
-		return nil
-	}
-	rbac := c.RbacV1()
-	if _, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "pod-reader"}
-	work := make(chan int)
+// createOtherBindings creates pspscale.OtherBindings (n of them, across
+// namespaces) from eight clients at once.
+func createOtherBindings(ctx context.Context, c kubernetes.Interface, namespaces []string, n int) error {
+	objects := make(chan runtime.Object)
 	errs := make(chan error, 8)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			for i := range work {
-				subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: fmt.Sprintf("user-%05d", i)}}
-				meta := metav1.ObjectMeta{Name: fmt.Sprintf("pod-reader:%05d", i)}
+			for o := range objects {
 				var err error
-				if i%2 == 0 {
-					_, err = rbac.ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{})
-				} else {
-					meta.Namespace = namespaces[i%len(namespaces)]
-					_, err = rbac.RoleBindings(meta.Namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{})
+				switch o := o.(type) {
+				case *rbacv1.ClusterRole:
+					_, err = c.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+				case *rbacv1.ClusterRoleBinding:
+					_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+				case *rbacv1.RoleBinding:
+					_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+				default:
+					err = fmt.Errorf("not a binding: %T", o)
 				}
 				if err != nil {
 					select {
@@ -153,10 +147,20 @@ func otherBindings(ctx context.Context, c kubernetes.Interface, namespaces []str
 			}
 		})
 	}
-	for i := range n {
-		work <- i
+	all := pspscale.OtherBindings(n, namespaces)
+	if len(all) > 0 {
+		// The ClusterRole first, so that no binding names a missing role.
+		if _, err := c.RbacV1().ClusterRoles().Create(ctx, all[0].(*rbacv1.ClusterRole), metav1.CreateOptions{}); err != nil {
+			close(objects)
+			wg.Wait()
+			return fmt.Errorf("other bindings: %w", err)
+		}
+		all = all[1:]
 	}
-	close(work)
+	for _, o := range all {
+		objects <- o
+	}
+	close(objects)
 	wg.Wait()
 	select {
 	case err := <-errs:
@@ -452,7 +456,7 @@ func setupPodSecurityPolicies(ctx context.Context, s *server) error {
 	for _, t := range benchTeams {
 		namespaces = append(namespaces, t.name)
 	}
-	if err := otherBindings(ctx, c, namespaces, pspScale.bindings); err != nil {
+	if err := createOtherBindings(ctx, c, namespaces, pspScale.bindings); err != nil {
 		return err
 	}
 

@@ -34,8 +34,8 @@ var (
 
 // Scenario is one cluster and the pod creations decided on it.
 type Scenario struct {
-	Name      string           `json:"name"` // policies=N/bindings=M
-	Objects   []runtime.Object `json:"-"`
+	Name      string           `json:"name"`    // policies=N/bindings=M
+	Objects   []runtime.Object `json:"objects"` // each in its wire form, with its kind
 	Creations []Creation       `json:"creations"`
 }
 
@@ -97,20 +97,12 @@ func New(n, bindings int) Scenario {
 			ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
 		},
-		binding("ClusterRoleBinding", "cluster-admin", "", "cluster-admin", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:masters"}),
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list", "watch"}}},
-		})
-	for i := range bindings {
-		user := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: fmt.Sprintf("user-%05d", i)}
-		if i%2 == 0 {
-			grants = append(grants, binding("ClusterRoleBinding", fmt.Sprintf("pod-reader:%05d", i), "", "pod-reader", user))
-		} else {
-			grants = append(grants, binding("RoleBinding", fmt.Sprintf("pod-reader:%05d", i), teams.Of(i%n, n).Namespace, "pod-reader", user))
-		}
+		binding("ClusterRoleBinding", "cluster-admin", "", "cluster-admin", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:masters"}))
+	var namespaces []string
+	for i := range n {
+		namespaces = append(namespaces, teams.Of(i, n).Namespace)
 	}
+	grants = append(grants, OtherBindings(bindings, namespaces)...)
 	s.Objects = append(s.Objects, grants...)
 	pod := teams.RestrictivePod(last)
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
@@ -131,6 +123,31 @@ func New(n, bindings int) Scenario {
 	return s
 }
 
+// OtherBindings are n bindings that grant something other than a policy,
+// as a cluster with thousands of users has them: a ClusterRole that reads
+// pods, first, then bindings of it to users, half ClusterRoleBindings and
+// half RoleBindings across namespaces. make bench-psp's clusters have them,
+// and so does make bench's with -psp-bindings.
+func OtherBindings(n int, namespaces []string) []runtime.Object {
+	if n == 0 {
+		return nil
+	}
+	out := []runtime.Object{&rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list", "watch"}}},
+	}}
+	for i := range n {
+		user := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: fmt.Sprintf("user-%05d", i)}
+		if i%2 == 0 {
+			out = append(out, binding("ClusterRoleBinding", fmt.Sprintf("pod-reader:%05d", i), "", "pod-reader", user))
+		} else {
+			out = append(out, binding("RoleBinding", fmt.Sprintf("pod-reader:%05d", i), namespaces[i%len(namespaces)], "pod-reader", user))
+		}
+	}
+	return out
+}
+
 func binding(kind, name, namespace, clusterRole string, subject rbacv1.Subject) runtime.Object {
 	meta := metav1.ObjectMeta{Name: name, Namespace: namespace}
 	typ := metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: kind}
@@ -141,12 +158,6 @@ func binding(kind, name, namespace, clusterRole string, subject rbacv1.Subject) 
 	return &rbacv1.ClusterRoleBinding{TypeMeta: typ, ObjectMeta: meta, RoleRef: ref, Subjects: []rbacv1.Subject{subject}}
 }
 
-// file is a scenario as Write leaves it: its objects in their wire form.
-type file struct {
-	Scenario
-	Objects []runtime.Object `json:"objects"`
-}
-
 // Write leaves each scenario in dir as <n>.json, in the order given, for
 // v1.24's side (test/psp124), which decodes the objects with its own scheme.
 func Write(dir string, scenarios []Scenario) error {
@@ -154,7 +165,7 @@ func Write(dir string, scenarios []Scenario) error {
 		return err
 	}
 	for i, s := range scenarios {
-		data, err := json.Marshal(file{s, s.Objects})
+		data, err := json.Marshal(s)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
