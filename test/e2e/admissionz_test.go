@@ -154,6 +154,31 @@ plugins:
 	})
 }
 
+// reloaded runs change, which rewrites the apiserver's admission
+// configuration, and waits until /admissionz reports a successful reload to
+// a configuration other than the one in force before: a test that compares
+// decisions before and after must not take the old chain's for the new.
+func reloaded(t *testing.T, admin kubernetes.Interface, change func()) {
+	t.Helper()
+	report := func() (admissionz.Report, error) {
+		var r admissionz.Report
+		body, err := admin.CoreV1().RESTClient().Get().AbsPath(admissionz.Path).SetHeader("Accept", "application/json").Do(context.Background()).Raw()
+		if err == nil {
+			err = json.Unmarshal(body, &r)
+		}
+		return r, err
+	}
+	before, err := report()
+	if err != nil {
+		t.Fatalf("%s: %v", admissionz.Path, err)
+	}
+	change()
+	policyEventually(t, "the reload on "+admissionz.Path, func() (bool, error) {
+		r, err := report()
+		return err == nil && r.LastReload != nil && r.LastReload.Result == "success" && r.ConfigHash != before.ConfigHash, err
+	})
+}
+
 // isSubsequence reports whether a is b with some elements left out.
 func isSubsequence(a, b []string) bool {
 	i := 0
