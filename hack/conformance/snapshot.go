@@ -34,7 +34,7 @@ func snapshotAdmissionConfig(config, dir string) (string, error) {
 		return "", err
 	}
 	plugins, _ := doc["plugins"].([]any)
-	resolved := configfile.EntrySources(config) // paths as the apiserver resolves them
+	resolved := configfile.Read(config, nil).EntrySources() // paths as the apiserver resolves them
 	copied := map[string]string{}               // copy's name: the file it came from
 	for i, entry := range plugins {
 		plugin, _ := entry.(map[string]any)

@@ -153,7 +153,7 @@ func check(ctx context.Context, srv *serverFlags, mapPath func(string) string) [
 	// The admission configuration needs nothing but the plugin lists.
 	if file := s.Admission.GenericAdmission.ConfigFile; file != "" {
 		plugins := configfile.Plugins{Registered: s.Admission.GenericAdmission.Plugins.Registered(), Enabled: configfile.EnabledPlugins(s.Admission)}
-		for _, err := range configfile.Problems(file, plugins, mapPath) {
+		for _, err := range configfile.Read(file, mapPath).Problems(plugins) {
 			f := Finding{Source: configfile.Flag, File: file, Field: fieldOf(err), Message: err.Error()}
 			if pe := (*configfile.PluginError)(nil); errors.As(err, &pe) {
 				f.Plugin = pe.Plugin

@@ -13,17 +13,18 @@
 // way upstream does (the same two AdmissionConfiguration versions, the same
 // relative path rule, the same legacy unversioned format) and decodes each
 // plugin's configuration with that plugin's own types and validation, but
-// strictly. It does not replace upstream's loader: when the check passes,
-// upstream reads the file again and the plugins get exactly what they always
-// got.
+// strictly. It reads a configuration once, as a Snapshot of the file and the
+// files it names, and says everything it says of that snapshot. At start it
+// does not replace upstream's loader: when the check passes, upstream reads
+// the file again and the plugins get exactly what they always got. A reload
+// (pkg/admission/reload) applies the snapshot it validated, with the bytes
+// upstream's loader would have handed each plugin.
 package configfile
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -34,7 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	apiserverv1alpha1 "k8s.io/apiserver/pkg/apis/apiserver/v1alpha1"
@@ -119,20 +119,15 @@ const legacyWhere = "legacy unversioned file"
 // written; otherwise an error for each problem, each naming the file, and the
 // plugin and field where there is one.
 func Validate(file string, plugins Plugins) error {
-	return errors.Join(Problems(file, plugins, nil)...)
+	return errors.Join(Read(file, nil).Problems(plugins)...)
 }
 
-// Problems is what Validate finds, one error for each problem, each naming
-// the file. mapPath, when not nil, maps an absolute path that an entry names
-// to where the file is on this machine: `--validate-only --from-manifest`
-// maps the container's paths to the host's.
-func Problems(file string, plugins Plugins, mapPath func(string) string) []error {
-	if mapPath == nil {
-		mapPath = func(p string) string { return p }
-	}
-	errs := validate(file, plugins, mapPath)
+// Problems is what Validate finds in the snapshot, one error for each
+// problem, each naming the file.
+func (s *Snapshot) Problems(plugins Plugins) []error {
+	errs := s.validate(plugins)
 	for i, err := range errs {
-		errs[i] = fmt.Errorf("%s %s: %w", Flag, file, err)
+		errs[i] = fmt.Errorf("%s %s: %w", Flag, s.File, err)
 	}
 	return errs
 }
@@ -141,8 +136,9 @@ func Problems(file string, plugins Plugins, mapPath func(string) string) []error
 var wantAdmission = fmt.Sprintf("want apiVersion %s (or the deprecated %s), kind AdmissionConfiguration, or a legacy unversioned file of %s",
 	apiserverv1.SchemeGroupVersion, apiserverv1alpha1.SchemeGroupVersion, strings.Join(legacySections, " and "))
 
-func validate(file string, plugins Plugins, mapPath func(string) string) []error {
-	data, err := readFile(file)
+func (s *Snapshot) validate(plugins Plugins) []error {
+	file := s.File
+	data, err := s.main()
 	if err != nil {
 		return []error{err}
 	}
@@ -191,11 +187,12 @@ func validate(file string, plugins Plugins, mapPath func(string) string) []error
 	if !ok {
 		return []error{fmt.Errorf("%s is not an admission configuration; %s", typeMeta(data), wantAdmission)}
 	}
-	return append(errs, validateEntries(file, config, plugins, mapPath)...)
+	return append(errs, s.validateEntries(config, plugins)...)
 }
 
 // validateEntries checks each plugin entry of an AdmissionConfiguration.
-func validateEntries(file string, config *apiserver.AdmissionConfiguration, plugins Plugins, mapPath func(string) string) []error {
+func (s *Snapshot) validateEntries(config *apiserver.AdmissionConfiguration, plugins Plugins) []error {
+	file := s.File
 	var errs []error
 	registered := sets.New(plugins.Registered...)
 	enabled := sets.New(plugins.Enabled...)
@@ -226,13 +223,9 @@ func validateEntries(file string, config *apiserver.AdmissionConfiguration, plug
 			errs = append(errs, &PluginError{Plugin: entry.Name, Where: field, Err: fmt.Errorf("give either path or configuration, not both (upstream would silently ignore path %q)", entry.Path)})
 			continue
 		case entry.Path != "":
-			resolved := resolve(file, entry.Path)
-			if filepath.IsAbs(entry.Path) {
-				resolved = mapPath(resolved)
-			}
-			source = "path " + resolved
-			var err error
-			if data, err = readFile(resolved); err != nil {
+			resolved, read, err := s.entryFile(entry.Path)
+			source, data = "path "+resolved, read
+			if err != nil {
 				errs = append(errs, &PluginError{Plugin: entry.Name, Where: fmt.Sprintf("%s.path %q", field, entry.Path), Err: err})
 				continue
 			}
@@ -337,123 +330,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// PluginConfigs reads file with upstream's loader and returns the
-// configuration each of plugins gets, exactly the bytes upstream hands the
-// plugin's factory; a plugin without one is absent. Call it after Problems
-// found none: upstream's loader is lenient.
-func PluginConfigs(file string, plugins []string) (map[string][]byte, error) {
-	provider, err := admission.ReadAdmissionConfiguration(plugins, file, configScheme)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", Flag, file, err)
-	}
-	configs := map[string][]byte{}
-	for _, name := range plugins {
-		r, err := provider.ConfigFor(name)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: plugin %s: %w", Flag, file, name, err)
-		}
-		if r == nil {
-			continue
-		}
-		data, err := io.ReadAll(r)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: plugin %s: %w", Flag, file, name, err)
-		}
-		configs[name] = data
-	}
-	return configs, nil
-}
-
-// Sources returns what a change to the configuration is seen in: the bytes
-// of file and of each file its entries name by path, keyed by path. A file
-// that cannot be read is keyed with its error, so that its repair is a
-// change too. It reads leniently: Problems says what is wrong.
-func Sources(file string) map[string][]byte {
-	sources := map[string][]byte{}
-	data, entries, err := lenientEntries(file)
-	if err != nil {
-		sources[file] = []byte("error: " + err.Error())
-		return sources
-	}
-	sources[file] = data
-	for _, e := range entries {
-		if e.Path == "" {
-			continue
-		}
-		resolved := resolve(file, e.Path)
-		if data, err := readFile(resolved); err != nil {
-			sources[resolved] = []byte("error: " + err.Error())
-		} else {
-			sources[resolved] = data
-		}
-	}
-	return sources
-}
-
-// EntrySources says where each plugin entry of file takes its
-// configuration from: "path <resolved path>" or "inline". It reads
-// leniently, as Sources does.
-func EntrySources(file string) map[string]string {
-	_, entries, err := lenientEntries(file)
-	if err != nil {
-		return nil
-	}
-	sources := map[string]string{}
-	for _, e := range entries {
-		if _, seen := sources[e.Name]; seen || e.Name == "" {
-			continue // upstream reads the first entry
-		}
-		switch {
-		case e.Path != "":
-			sources[e.Name] = "path " + resolve(file, e.Path)
-		case len(e.Configuration) > 0 && string(e.Configuration) != "null":
-			sources[e.Name] = "inline"
-		}
-	}
-	return sources
-}
-
-// entry is a plugin entry as a lenient reading sees it.
-type entry struct {
-	Name          string          `json:"name"`
-	Path          string          `json:"path"`
-	Configuration json.RawMessage `json:"configuration"`
-}
-
-// lenientEntries reads file and, when it parses, its plugin entries; a
-// file that does not parse has none.
-func lenientEntries(file string) ([]byte, []entry, error) {
-	data, err := readFile(file)
-	if err != nil {
-		return nil, nil, err
-	}
-	var config struct {
-		Plugins []entry `json:"plugins"`
-	}
-	if yaml.Unmarshal(data, &config) != nil {
-		return data, nil, nil
-	}
-	return data, config.Plugins, nil
-}
-
-// WritableByOthers describes each of file and the files its entries name by
-// path that someone other than its owner may change: a file its group or
-// everyone may write, or one in a directory its group or everyone may write
-// without the sticky bit (anyone there can rename another file over it).
-// The apiserver applies what it finds in them within a second, so whoever
-// can write them decides admission (docs/security.md).
-func WritableByOthers(file string) []string {
-	var found []string
-	for _, f := range sortedKeys(Sources(file)) {
-		if info, err := os.Stat(f); err == nil && info.Mode().Perm()&0o022 != 0 {
-			found = append(found, fmt.Sprintf("%s is writable by its group or everyone (mode %#o)", f, info.Mode().Perm()))
-		}
-		dir := filepath.Dir(f)
-		if info, err := os.Stat(dir); err == nil && info.Mode().Perm()&0o022 != 0 && info.Mode()&os.ModeSticky == 0 {
-			found = append(found, fmt.Sprintf("%s is in %s, which its group or everyone may write (mode %#o)", f, dir, info.Mode().Perm()))
-		}
-	}
-	return found
 }

@@ -5,6 +5,7 @@ package configfile
 
 import (
 	"bytes"
+	"io"
 	webhookconfig "k8s.io/apiserver/pkg/admission/plugin/webhook/config"
 	"os"
 	"path/filepath"
@@ -742,7 +743,7 @@ func TestWritableByOthers(t *testing.T) {
 			if err := os.Chmod(dir, tt.dirMode); err != nil {
 				t.Fatal(err)
 			}
-			got := WritableByOthers(file)
+			got := Read(file, nil).WritableByOthers()
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %q, want %d findings %q", got, len(tt.want), tt.want)
 			}
@@ -774,5 +775,48 @@ func TestWebhookConfigurationAsUpstream(t *testing.T) {
 		if ours != nil && !strings.Contains(ours.Error(), "staticOrder") {
 			t.Errorf("%s: %v does not name staticOrder", name, ours)
 		}
+	}
+}
+
+// A snapshot hands each plugin exactly the bytes upstream's loader would,
+// for every valid configuration of the cases: by path (relative and
+// absolute), inline in both versions, and the legacy file.
+func TestSnapshotConfigsAsUpstream(t *testing.T) {
+	_, plugins := registry(t)
+	for _, c := range append(pluginCases(), fileCases...) {
+		if len(c.want) != 0 {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			dir := writeFiles(t, c.files)
+			file := filepath.Join(dir, "admission.yaml")
+			enabled := plugins.Enabled
+			if c.enabled != nil {
+				enabled = c.enabled
+			}
+			got, err := Read(file, nil).PluginConfigs(enabled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			provider, err := admissionapi.ReadAdmissionConfiguration(enabled, file, configScheme)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range enabled {
+				r, err := provider.ConfigFor(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []byte
+				if r != nil {
+					if want, err = io.ReadAll(r); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if g, ok := got[name]; !bytes.Equal(g, want) || ok != (r != nil) {
+					t.Errorf("%s: snapshot gives %q (present %v), upstream's loader %q", name, g, ok, want)
+				}
+			}
+		})
 	}
 }

@@ -50,6 +50,9 @@ type Controller struct {
 	hash     string            // digest of the configuration in force
 	lastTime time.Time
 	lastErr  error
+	// validated, when set, runs between a reload's validation and its
+	// application: a test writes the files there.
+	validated func()
 }
 
 // Status is the state of reloading, for /admissionz.
@@ -70,24 +73,25 @@ type Status struct {
 // Start reads the configuration in force and returns; Run then watches it.
 func (c *Controller) Start() error {
 	RegisterMetrics()
-	configs, err := configfile.PluginConfigs(c.File, c.Enabled)
+	snapshot := configfile.Read(c.File, nil)
+	configs, err := snapshot.PluginConfigs(c.Enabled)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.seen = digest(configfile.Sources(c.File))
-	c.inForce, c.sources = configs, configfile.EntrySources(c.File)
+	c.seen = snapshot.Digest()
+	c.inForce, c.sources = configs, snapshot.EntrySources()
 	c.hash = configHash(configs)
 	recordConfigInfo(c.APIServerID, c.hash)
-	c.warnWritable()
+	warnWritable(snapshot)
 	return nil
 }
 
 // warnWritable warns about every configuration file someone other than
 // its owner may change: a reload applies what they write.
-func (c *Controller) warnWritable() {
-	for _, w := range configfile.WritableByOthers(c.File) {
+func warnWritable(snapshot *configfile.Snapshot) {
+	for _, w := range snapshot.WritableByOthers() {
 		klog.Warningf("%s: whoever can write the admission configuration decides admission, and the apiserver applies a change within a second; make it writable by its owner only", w)
 	}
 }
@@ -107,13 +111,14 @@ func (c *Controller) Run(ctx context.Context) {
 func (c *Controller) Check() (tried bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seen := digest(configfile.Sources(c.File))
+	snapshot := configfile.Read(c.File, nil)
+	seen := snapshot.Digest()
 	if bytes.Equal(seen, c.seen) {
 		return false, nil
 	}
 	c.seen = seen
 	began := time.Now()
-	err = c.reload()
+	err = c.reload(snapshot)
 	c.lastTime, c.lastErr = time.Now(), err
 	if err != nil {
 		recordFailure(c.APIServerID)
@@ -122,17 +127,21 @@ func (c *Controller) Check() (tried bool, err error) {
 	}
 	recordSuccess(c.APIServerID, c.hash)
 	klog.InfoS("Admission configuration reloaded", "file", c.File, "hash", c.hash, "duration", time.Since(began))
-	c.warnWritable()
+	warnWritable(snapshot)
 	return true, nil
 }
 
-// reload applies the file as it is now, or nothing of it.
-func (c *Controller) reload() error {
+// reload applies the snapshot, all of it or nothing of it: the bytes it
+// validates are the bytes it applies.
+func (c *Controller) reload(snapshot *configfile.Snapshot) error {
 	plugins := configfile.Plugins{Registered: c.Registered, Enabled: c.Enabled}
-	if problems := configfile.Problems(c.File, plugins, nil); len(problems) > 0 {
+	if problems := snapshot.Problems(plugins); len(problems) > 0 {
 		return errors.Join(problems...)
 	}
-	configs, err := configfile.PluginConfigs(c.File, c.Enabled)
+	if c.validated != nil {
+		c.validated()
+	}
+	configs, err := snapshot.PluginConfigs(c.Enabled)
 	if err != nil {
 		return err
 	}
@@ -155,7 +164,7 @@ func (c *Controller) reload() error {
 		instances[name] = instance
 	}
 	c.Chain.swap(instances)
-	c.inForce, c.sources = configs, configfile.EntrySources(c.File)
+	c.inForce, c.sources = configs, snapshot.EntrySources()
 	c.hash = configHash(configs)
 	return nil
 }

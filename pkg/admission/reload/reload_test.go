@@ -175,6 +175,35 @@ func TestReload(t *testing.T) {
 
 // The kubelet updates a ConfigMap volume by swapping a symlink; a rename
 // over the file and a write in place are seen as well.
+// A file rewritten while a reload runs, between its validation and its
+// application: the reload applies the bytes it validated, and the next look
+// sees the rewrite as a change of its own, which validation refuses here. A
+// reload that read the files again after validating them would apply a
+// configuration nobody checked: a burst of 7 and a misspelt field.
+func TestReloadAppliesWhatItValidated(t *testing.T) {
+	h := newHarness(t, erlConfig(1000, 1000))
+	validated := erlConfig(1, 2)
+	write(t, h.erl, validated)
+	h.controller.validated = func() { write(t, h.erl, erlConfig(1, 7)+"limts: []\n") }
+	if tried, err := h.controller.Check(); !tried || err != nil {
+		t.Fatalf("Check: tried %v, %v", tried, err)
+	}
+	h.controller.validated = nil
+	if got := string(h.controller.Status().Configs["EventRateLimit"]); got != validated {
+		t.Errorf("configuration in force:\n%s\nwant the one validated:\n%s", got, validated)
+	}
+	if got := h.admitted(10); got != 2 {
+		t.Errorf("%d of 10 events admitted, want the validated burst of 2", got)
+	}
+	tried, err := h.controller.Check()
+	if !tried || err == nil || !strings.Contains(err.Error(), `unknown field "limts"`) {
+		t.Errorf("Check after the rewrite: tried %v, %v; want the rewrite refused for its unknown field", tried, err)
+	}
+	if got := string(h.controller.Status().Configs["EventRateLimit"]); got != validated {
+		t.Errorf("configuration in force after the refused rewrite:\n%s", got)
+	}
+}
+
 func TestReloadSeesEveryWayOfReplacingAFile(t *testing.T) {
 	h := newHarness(t, erlConfig(1000, 1000))
 	burst := 1
