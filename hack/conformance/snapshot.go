@@ -35,7 +35,7 @@ func snapshotAdmissionConfig(config, dir string) (string, error) {
 	}
 	plugins, _ := doc["plugins"].([]any)
 	resolved := configfile.Read(config, nil).EntrySources() // paths as the apiserver resolves them
-	copied := map[string]string{}               // copy's name: the file it came from
+	copied := map[string]string{}                           // copy's name: the file it came from
 	for i, entry := range plugins {
 		plugin, _ := entry.(map[string]any)
 		if p, _ := plugin["path"].(string); p == "" {
