@@ -50,11 +50,15 @@ hack/install-package.sh protoc protobuf-compiler
 
 # Start from nothing, so that output for a type or package that is gone does
 # not linger. The generators do not need their old output to run.
-find pkg/apis/policy "$openapi_dir" \( -name 'zz_generated.*.go' -o -name 'generated.pb.go' -o -name 'generated.proto' \) -delete 2>/dev/null || true
+# The restored plugins' configuration kinds (pkg/admission/pluginconfig
+# registers them; their deep copies are generated like the API's).
+mapfile -t plugin_configs < <(find plugin -path '*/apis/v1alpha1' -type d | sort)
+
+find pkg/apis/policy "$openapi_dir" "${plugin_configs[@]}" \( -name 'zz_generated.*.go' -o -name 'generated.pb.go' -o -name 'generated.proto' \) -delete 2>/dev/null || true
 
 echo "update-codegen: deepcopy" >&2
 tool deepcopy-gen --go-header-file "$header" --output-file zz_generated.deepcopy.go \
-	"$internal" "$external"
+	"$internal" "$external" "${plugin_configs[@]/#/$module/}"
 
 echo "update-codegen: defaulters" >&2
 tool defaulter-gen --go-header-file "$header" --output-file zz_generated.defaults.go \

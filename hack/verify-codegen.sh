@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 # What update-codegen.sh writes, and what it reads them from.
-generated=(pkg/apis pkg/generated pkg/client hack/api-rules-violations.list)
+generated=(pkg/apis pkg/generated pkg/client plugin hack/api-rules-violations.list)
 
 copy=$(mktemp -d)
 trap 'rm -rf "$copy"' EXIT

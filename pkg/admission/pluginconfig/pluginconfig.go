@@ -15,8 +15,8 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
 // Decode reads the plugin's configuration into into, whose kind must be
@@ -53,27 +53,52 @@ func Decode(plugin string, config io.Reader, scheme *runtime.Scheme, into runtim
 	return true, nil
 }
 
-// Check returns the strict check of a restored plugin's configuration (a
-// descriptor's Check): the decoding the plugin's factory does with Decode,
-// then each of validate.
-func Check[T any, PT interface {
+// Kind is a restored plugin's configuration kind, in a scheme of its own.
+// Its factory reads the configuration with Load and its descriptor checks
+// it with Check, which is Load: the two cannot disagree.
+type Kind[T any, PT interface {
 	*T
 	runtime.Object
-}](addToScheme func(*runtime.Scheme) error, validate ...func(PT) error) func(plugin string, data []byte) error {
+}] struct {
+	scheme   *runtime.Scheme
+	validate []func(PT) error
+}
+
+// NewKind registers T as the kind of its name in gv, read strictly and then
+// checked by each of validate.
+func NewKind[T any, PT interface {
+	*T
+	runtime.Object
+}](gv schema.GroupVersion, validate ...func(PT) error) *Kind[T, PT] {
 	scheme := runtime.NewScheme()
-	utilruntime.Must(addToScheme(scheme))
-	return func(plugin string, data []byte) error {
-		c := PT(new(T))
-		if _, err := Decode(plugin, bytes.NewReader(data), scheme, c); err != nil {
-			return err
-		}
-		for _, v := range validate {
-			if err := v(c); err != nil {
-				return err
-			}
-		}
-		return nil
+	scheme.AddKnownTypes(gv, PT(new(T)))
+	return &Kind[T, PT]{scheme: scheme, validate: validate}
+}
+
+// Load decodes and validates the plugin's configuration. Without an entry
+// (a nil reader) it gives T's zero value, which is the plugin as upstream
+// last shipped it, and which every field's validation accepts.
+func (k *Kind[T, PT]) Load(plugin string, config io.Reader) (PT, error) {
+	c := PT(new(T))
+	found, err := Decode(plugin, config, k.scheme, c)
+	if err != nil {
+		return nil, err
 	}
+	if !found {
+		return c, nil
+	}
+	for _, v := range k.validate {
+		if err := v(c); err != nil {
+			return nil, fmt.Errorf("%s: %w", plugin, err)
+		}
+	}
+	return c, nil
+}
+
+// Check is a descriptor's check (pkg/admission/descriptor): Load of data.
+func (k *Kind[T, PT]) Check(plugin string, data []byte) error {
+	_, err := k.Load(plugin, bytes.NewReader(data))
+	return err
 }
 
 // CheckByBuilding returns the check of a plugin whose validation happens as

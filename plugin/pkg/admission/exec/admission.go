@@ -51,13 +51,8 @@ const (
 	DenyExecOnPrivileged = "DenyExecOnPrivileged"
 )
 
-var scheme = runtime.NewScheme()
-
-func init() {
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-}
+// config is both plugins' configuration kind.
+var config = pluginconfig.NewKind[v1alpha1.ExecConfiguration](v1alpha1.SchemeGroupVersion, v1alpha1.Validate)
 
 // Register adds both plugins to a registry.
 func Register(plugins *admission.Plugins) {
@@ -76,7 +71,7 @@ func describe(name string) descriptor.Plugin {
 		Name:       name,
 		Register:   func(plugins *admission.Plugins) { plugins.Register(name, factory(name)) },
 		After:      "PodTolerationRestriction",
-		Check:      pluginconfig.Check[v1alpha1.ExecConfiguration](v1alpha1.AddToScheme, v1alpha1.Validate),
+		Check:      config.Check,
 		Reloadable: true,
 	}
 }
@@ -88,18 +83,15 @@ var checks = map[string]Checks{
 }
 
 func factory(name string) admission.Factory {
-	return func(config io.Reader) (admission.Interface, error) {
-		var c v1alpha1.ExecConfiguration
-		if _, err := pluginconfig.Decode(name, config, scheme, &c); err != nil {
+	return func(r io.Reader) (admission.Interface, error) {
+		c, err := config.Load(name, r)
+		if err != nil {
 			return nil, err
-		}
-		if err := v1alpha1.Validate(&c); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		klog.InfoS("Admission plugin is deprecated upstream (removed in v1.21); a policy-based admission replaces it",
 			"plugin", name, "perContainer", c.PerContainer, "treatHostProcessAsPrivileged", c.TreatHostProcessAsPrivileged,
 			"coverPortForward", c.CoverPortForward, "coverNodeProxy", c.CoverNodeProxy, "requirePodSecurityLevel", c.RequirePodSecurityLevel)
-		return New(name, c), nil
+		return New(name, *c), nil
 	}
 }
 

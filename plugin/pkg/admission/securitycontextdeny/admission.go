@@ -16,7 +16,6 @@ import (
 	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
@@ -29,13 +28,8 @@ import (
 // PluginName is the name users enable.
 const PluginName = "SecurityContextDeny"
 
-var scheme = runtime.NewScheme()
-
-func init() {
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-}
+// config is the plugin's configuration kind.
+var config = pluginconfig.NewKind[v1alpha1.SecurityContextDenyConfiguration](v1alpha1.SchemeGroupVersion)
 
 // Descriptor is how Turnstile wires the plugin (pkg/admission/descriptor):
 // where upstream last ran it, its configuration's check, reloadable.
@@ -43,20 +37,20 @@ var Descriptor = descriptor.Plugin{
 	Name:       PluginName,
 	Register:   Register,
 	After:      "NamespaceExists",
-	Check:      pluginconfig.Check[v1alpha1.SecurityContextDenyConfiguration](v1alpha1.AddToScheme),
+	Check:      config.Check,
 	Reloadable: true,
 }
 
 // Register adds the plugin to a registry.
 func Register(plugins *admission.Plugins) {
-	plugins.Register(PluginName, func(config io.Reader) (admission.Interface, error) {
-		var c v1alpha1.SecurityContextDenyConfiguration
-		if _, err := pluginconfig.Decode(PluginName, config, scheme, &c); err != nil {
+	plugins.Register(PluginName, func(r io.Reader) (admission.Interface, error) {
+		c, err := config.Load(PluginName, r)
+		if err != nil {
 			return nil, err
 		}
 		klog.InfoS("SecurityContextDeny is deprecated upstream (removed in v1.30); Pod Security Admission replaces it",
 			"coverEphemeralContainers", c.CoverEphemeralContainers)
-		return New(c), nil
+		return New(*c), nil
 	})
 }
 

@@ -17,7 +17,6 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/utils/ptr"
 
-	"github.com/turnstile-k8s/turnstile/pkg/admission/pluginconfig"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/securitycontextdeny/apis/v1alpha1"
 )
 
@@ -247,8 +246,7 @@ func TestExampleConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var c v1alpha1.SecurityContextDenyConfiguration
-	if _, err := pluginconfig.Decode(PluginName, f, scheme, &c); err != nil || !c.CoverEphemeralContainers {
+	if c, err := config.Load(PluginName, f); err != nil || !c.CoverEphemeralContainers {
 		t.Errorf("example: %+v, %v", c, err)
 	}
 }

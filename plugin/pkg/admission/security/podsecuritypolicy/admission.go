@@ -24,8 +24,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
@@ -74,7 +72,7 @@ var Descriptor = descriptor.Plugin{
 	Name:       PluginName,
 	Register:   Register,
 	After:      "PodSecurity",
-	Check:      pluginconfig.Check[v1alpha1.PodSecurityPolicyConfiguration](v1alpha1.AddToScheme, v1alpha1.Validate),
+	Check:      config.Check,
 	Reloadable: true,
 }
 
@@ -89,13 +87,10 @@ func Register(plugins *admission.Plugins) {
 
 // newFactory builds plugins that share the caches.
 func newFactory(shared *caches) admission.Factory {
-	return func(config io.Reader) (admission.Interface, error) {
-		var c v1alpha1.PodSecurityPolicyConfiguration
-		if _, err := pluginconfig.Decode(PluginName, config, configScheme, &c); err != nil {
+	return func(r io.Reader) (admission.Interface, error) {
+		c, err := config.Load(PluginName, r)
+		if err != nil {
 			return nil, err
-		}
-		if err := v1alpha1.Validate(&c); err != nil {
-			return nil, fmt.Errorf("%s: %w", PluginName, err)
 		}
 		if c.Mode != "" && c.Mode != v1alpha1.Enforce {
 			klog.InfoS("PodSecurityPolicy reports instead of refusing: pods are neither refused nor changed", "mode", c.Mode)
@@ -104,11 +99,8 @@ func newFactory(shared *caches) admission.Factory {
 	}
 }
 
-var configScheme = runtime.NewScheme()
-
-func init() {
-	utilruntime.Must(v1alpha1.AddToScheme(configScheme))
-}
+// config is the plugin's configuration kind.
+var config = pluginconfig.NewKind[v1alpha1.PodSecurityPolicyConfiguration](v1alpha1.SchemeGroupVersion, v1alpha1.Validate)
 
 // Plugin is the PodSecurityPolicy admission plugin.
 type Plugin struct {

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	cloudvolume "k8s.io/cloud-provider/volume"
@@ -23,13 +22,8 @@ import (
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel/apis/v1alpha1"
 )
 
-var scheme = runtime.NewScheme()
-
-func init() {
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-}
+// config is the plugin's configuration kind; compile validates it.
+var config = pluginconfig.NewKind[v1alpha1.PersistentVolumeLabelConfiguration](v1alpha1.SchemeGroupVersion)
 
 var (
 	volumeTypes     = []v1alpha1.VolumeType{v1alpha1.GCEPersistentDisk, v1alpha1.AWSElasticBlockStore, v1alpha1.AzureDisk, v1alpha1.Cinder, v1alpha1.VsphereVolume, v1alpha1.CSI}
@@ -52,9 +46,9 @@ const (
 // its labeler. A nil reader (no entry in the admission configuration) gives
 // a labeler that labels nothing but dynamically provisioned volumes, which
 // is all the historic plugin could still do without a cloud.
-func load(config io.Reader) (labeler, error) {
-	c := &v1alpha1.PersistentVolumeLabelConfiguration{}
-	if _, err := pluginconfig.Decode(PluginName, config, scheme, c); err != nil {
+func load(r io.Reader) (labeler, error) {
+	c, err := config.Load(PluginName, r)
+	if err != nil {
 		return nil, err
 	}
 	l, errs := compile(c)

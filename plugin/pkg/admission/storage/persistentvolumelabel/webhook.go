@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -21,7 +22,12 @@ import (
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/storage/persistentvolumelabel/apis/v1alpha1"
 )
 
-var codecs = serializer.NewCodecFactory(scheme)
+// codecs read and write the webhook's PersistentVolumeLabelReview.
+var codecs = func() serializer.CodecFactory {
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypes(v1alpha1.SchemeGroupVersion, &v1alpha1.PersistentVolumeLabelReview{})
+	return serializer.NewCodecFactory(scheme)
+}()
 
 // errWebhook marks the failures that failurePolicy governs.
 var errWebhook = errors.New("lookup webhook")

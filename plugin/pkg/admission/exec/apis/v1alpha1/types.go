@@ -1,39 +1,24 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package v1alpha1 is the configuration of the DenyEscalatingExec and
-// DenyExecOnPrivileged admission plugins, given in either plugin's
-// --admission-control-config-file entry:
-//
-//	apiVersion: exec.admission.turnstile.dev/v1alpha1
-//	kind: ExecConfiguration
-//	perContainer: true
-//	treatHostProcessAsPrivileged: true
-//	coverPortForward: true
-//	coverNodeProxy: true
-//	requirePodSecurityLevel: baseline
-//
-// Without an entry the plugins behave exactly as upstream's last version.
 package v1alpha1
 
 import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// GroupName is the configuration's API group.
-const GroupName = "exec.admission.turnstile.dev"
-
 // SchemeGroupVersion is the configuration's group and version.
-var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+var SchemeGroupVersion = schema.GroupVersion{Group: "exec.admission.turnstile.dev", Version: "v1alpha1"}
 
 // ExecConfiguration holds opt-in changes to the historic decision. All are
 // off by default: perContainer admits execs that upstream denied, and the
 // others deny requests that upstream admitted.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type ExecConfiguration struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -84,17 +69,5 @@ func Validate(c *ExecConfiguration) error {
 	if l := c.RequirePodSecurityLevel; l != "" && !slices.Contains(PodSecurityLevels, l) {
 		return field.NotSupported(field.NewPath("requirePodSecurityLevel"), l, PodSecurityLevels)
 	}
-	return nil
-}
-
-// DeepCopyObject implements runtime.Object.
-func (c *ExecConfiguration) DeepCopyObject() runtime.Object {
-	out := *c
-	return &out
-}
-
-// AddToScheme registers the configuration kind.
-func AddToScheme(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &ExecConfiguration{})
 	return nil
 }

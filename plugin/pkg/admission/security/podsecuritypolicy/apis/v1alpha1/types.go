@@ -1,30 +1,18 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package v1alpha1 is the configuration of the PodSecurityPolicy admission
-// plugin, given in its --admission-control-config-file entry:
-//
-//	apiVersion: podsecuritypolicy.admission.turnstile.dev/v1alpha1
-//	kind: PodSecurityPolicyConfiguration
-//	mode: warn
-//
-// Without an entry the plugin enforces, exactly as v1.24's did.
 package v1alpha1
 
 import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// GroupName is the configuration's API group.
-const GroupName = "podsecuritypolicy.admission.turnstile.dev"
-
 // SchemeGroupVersion is the configuration's group and version.
-var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+var SchemeGroupVersion = schema.GroupVersion{Group: "podsecuritypolicy.admission.turnstile.dev", Version: "v1alpha1"}
 
 // Mode is what the plugin does with its decision.
 type Mode string
@@ -46,6 +34,8 @@ const (
 var Modes = []Mode{Enforce, Warn, Audit}
 
 // PodSecurityPolicyConfiguration configures the PodSecurityPolicy plugin.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type PodSecurityPolicyConfiguration struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -56,18 +46,6 @@ type PodSecurityPolicyConfiguration struct {
 	// PodSecurityPolicy enforces its replacement and lets this plugin report
 	// until the reports are empty.
 	Mode Mode `json:"mode,omitempty"`
-}
-
-// DeepCopyObject implements runtime.Object.
-func (c *PodSecurityPolicyConfiguration) DeepCopyObject() runtime.Object {
-	out := *c
-	return &out
-}
-
-// AddToScheme registers the configuration kind.
-func AddToScheme(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &PodSecurityPolicyConfiguration{})
-	return nil
 }
 
 // Validate checks the fields; an empty mode is enforce.

@@ -1,37 +1,15 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package v1alpha1 holds the PersistentVolumeLabel plugin's two API types:
-// its configuration, given in the plugin's --admission-control-config-file
-// entry, and the review it sends to an optional lookup webhook.
-//
-//	apiVersion: persistentvolumelabel.admission.turnstile.dev/v1alpha1
-//	kind: PersistentVolumeLabelConfiguration
-//	labelStyle: GA
-//	onNoMatch: Ignore
-//	rules:
-//	- name: prod-central
-//	  match: {volumeType: gcePersistentDisk, idRegex: '^prod-(us-central1-[a-f])-'}
-//	  zones: ["$1"]
-//	  region: us-central1
-//
-// The in-tree cloud providers that the historic plugin asked are gone; these
-// label sources take their place.
 package v1alpha1
 
 import (
-	"maps"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupName is the API group of the configuration and of the review.
-const GroupName = "persistentvolumelabel.admission.turnstile.dev"
-
 // SchemeGroupVersion is the group and version of both types.
-var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+var SchemeGroupVersion = schema.GroupVersion{Group: "persistentvolumelabel.admission.turnstile.dev", Version: "v1alpha1"}
 
 // VolumeType names a PersistentVolume source that has an ID to look up, by
 // its field name in the PersistentVolume spec.
@@ -93,6 +71,8 @@ const (
 // region and other labels of a new PersistentVolume. Sources are asked in
 // order: the rules (first match wins), then the derivations, then the
 // webhook. A volume that none of them labels follows onNoMatch.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type PersistentVolumeLabelConfiguration struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -169,6 +149,8 @@ type Webhook struct {
 
 // PersistentVolumeLabelReview is the webhook's request and response: the
 // plugin sends the spec, and the service fills in the status.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type PersistentVolumeLabelReview struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -195,42 +177,4 @@ type PersistentVolumeLabelReviewStatus struct {
 	Region string   `json:"region,omitempty"`
 	// Labels are extra labels to set, as a rule's extraLabels.
 	Labels map[string]string `json:"labels,omitempty"`
-}
-
-// DeepCopyObject implements runtime.Object.
-func (c *PersistentVolumeLabelConfiguration) DeepCopyObject() runtime.Object {
-	out := *c
-	out.VolumeTypes = append([]VolumeType(nil), c.VolumeTypes...)
-	out.Rules = make([]Rule, len(c.Rules))
-	for i, r := range c.Rules {
-		out.Rules[i] = r
-		out.Rules[i].Zones = append([]string(nil), r.Zones...)
-		out.Rules[i].ExtraLabels = maps.Clone(r.ExtraLabels)
-	}
-	out.Derive.CSITopologyKeys = maps.Clone(c.Derive.CSITopologyKeys)
-	if c.Webhook != nil {
-		w := *c.Webhook
-		if w.Timeout != nil {
-			w.Timeout = &metav1.Duration{Duration: w.Timeout.Duration}
-		}
-		if w.CacheTTL != nil {
-			w.CacheTTL = &metav1.Duration{Duration: w.CacheTTL.Duration}
-		}
-		out.Webhook = &w
-	}
-	return &out
-}
-
-// DeepCopyObject implements runtime.Object.
-func (r *PersistentVolumeLabelReview) DeepCopyObject() runtime.Object {
-	out := *r
-	out.Status.Zones = append([]string(nil), r.Status.Zones...)
-	out.Status.Labels = maps.Clone(r.Status.Labels)
-	return &out
-}
-
-// AddToScheme registers both kinds.
-func AddToScheme(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &PersistentVolumeLabelConfiguration{}, &PersistentVolumeLabelReview{})
-	return nil
 }
