@@ -30,7 +30,7 @@ import (
 
 	pspclient "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned"
 	"github.com/turnstile-k8s/turnstile/pkg/pspmigration"
-	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
+	pspengine "github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
 func main() {
@@ -154,7 +154,7 @@ func newCommand(out, errOut io.Writer) *cobra.Command {
 // cluster is what convert and verify read: the report, and the
 // replacement built from it.
 type cluster struct {
-	decider     *pspadmission.Decider
+	decider     *pspengine.Decider
 	rbac        *pspmigration.RBAC
 	workloads   []*pspmigration.Workload
 	report      *pspmigration.Report
@@ -259,7 +259,7 @@ func buildReport(ctx context.Context, flags *genericclioptions.ConfigFlags, name
 	if err != nil {
 		return nil, err
 	}
-	decider, skipped := pspadmission.NewDecider(policies, rbac.Authorizer)
+	decider, skipped := pspengine.NewDecider(policies, rbac.Authorizer)
 	evaluator, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
 
-	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
+	pspengine "github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
 // Levels are the Pod Security Standards levels, least strict first.
@@ -76,7 +76,7 @@ type Report struct {
 }
 
 // Build judges every workload with decider and evaluator.
-func Build(ctx context.Context, workloads []*Workload, decider *pspadmission.Decider, evaluator psapolicy.Evaluator) (*Report, error) {
+func Build(ctx context.Context, workloads []*Workload, decider *pspengine.Decider, evaluator psapolicy.Evaluator) (*Report, error) {
 	r := &Report{}
 	for _, w := range workloads {
 		e, err := judge(ctx, w, decider, evaluator)
@@ -89,7 +89,7 @@ func Build(ctx context.Context, workloads []*Workload, decider *pspadmission.Dec
 	return r, nil
 }
 
-func judge(ctx context.Context, w *Workload, decider *pspadmission.Decider, evaluator psapolicy.Evaluator) (Entry, error) {
+func judge(ctx context.Context, w *Workload, decider *pspengine.Decider, evaluator psapolicy.Evaluator) (Entry, error) {
 	e := Entry{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Admitted: w.Admitted, ServiceAccount: w.Template.Spec.ServiceAccountName}
 	if e.ServiceAccount == "" {
 		e.ServiceAccount = "default" // the ServiceAccount plugin's default

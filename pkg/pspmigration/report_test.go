@@ -35,7 +35,7 @@ import (
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
 	pspfake "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned/fake"
 	pspscheme "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned/scheme"
-	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
+	pspengine "github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
 // examples decodes examples/podsecuritypolicy: the policies, and the RBAC
@@ -86,7 +86,7 @@ func decode(t testing.TB, files ...string) ([]runtime.Object, []runtime.Object) 
 
 // newDecider reads the policies and RBAC as kubectl psp does, from fake
 // clients holding the examples.
-func newDecider(t testing.TB) *pspadmission.Decider {
+func newDecider(t testing.TB) *pspengine.Decider {
 	t.Helper()
 	d, _ := load(t, examples)
 	return d
@@ -94,7 +94,7 @@ func newDecider(t testing.TB) *pspadmission.Decider {
 
 // load reads policies and RBAC as kubectl psp does, from fake clients
 // holding what objects gives.
-func load(t testing.TB, objects func(testing.TB) ([]runtime.Object, []runtime.Object)) (*pspadmission.Decider, *RBAC) {
+func load(t testing.TB, objects func(testing.TB) ([]runtime.Object, []runtime.Object)) (*pspengine.Decider, *RBAC) {
 	t.Helper()
 	policyObjects, rbacObjects := objects(t)
 	policies, err := Policies(context.Background(), pspfake.NewSimpleClientset(policyObjects...))
@@ -105,7 +105,7 @@ func load(t testing.TB, objects func(testing.TB) ([]runtime.Object, []runtime.Ob
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, skipped := pspadmission.NewDecider(policies, rbac.Authorizer)
+	d, skipped := pspengine.NewDecider(policies, rbac.Authorizer)
 	if len(skipped) != 0 {
 		t.Fatalf("policies skipped: %v", skipped)
 	}

@@ -23,14 +23,14 @@ import (
 
 	pspfake "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned/fake"
 	"github.com/turnstile-k8s/turnstile/pkg/pspmigration/teams"
-	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
+	pspengine "github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
 // teamCluster is n teams' policies and grants (package teams) beside the
 // examples, as kubectl psp reads them, with the replacement loaded.
 type teamCluster struct {
 	n       int
-	decider *pspadmission.Decider
+	decider *pspengine.Decider
 	rbac    *RBAC
 	judge   *Judge
 	calls   *atomic.Int64 // authorizer calls, by either side
@@ -59,7 +59,7 @@ func newTeamCluster(t testing.TB, n int) *teamCluster {
 		return rbac.Authorizer.Authorize(ctx, a)
 	})
 	var skipped map[string]error
-	if c.decider, skipped = pspadmission.NewDecider(policies, counted); len(skipped) > 0 {
+	if c.decider, skipped = pspengine.NewDecider(policies, counted); len(skipped) > 0 {
 		t.Fatalf("policies skipped: %v", skipped)
 	}
 	report := &Report{}

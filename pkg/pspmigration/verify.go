@@ -21,7 +21,7 @@ import (
 	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 
-	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
+	pspengine "github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
 // Verification compares PodSecurityPolicy's decisions with the
@@ -67,7 +67,7 @@ type Disagreement struct {
 // ways, on every core. progress, when not nil, is told every few seconds
 // how many of how many creations are decided: a cluster with many
 // policies takes minutes (docs/psp-migration.md).
-func Verify(ctx context.Context, decider *pspadmission.Decider, judge *Judge, rbac *RBAC, workloads []*Workload, namespaces []string, progress func(done, total int)) (*Verification, error) {
+func Verify(ctx context.Context, decider *pspengine.Decider, judge *Judge, rbac *RBAC, workloads []*Workload, namespaces []string, progress func(done, total int)) (*Verification, error) {
 	var cases []creation
 	for _, w := range workloads {
 		pod := &corev1.Pod{ObjectMeta: w.Template.ObjectMeta, Spec: w.Template.Spec}
@@ -127,7 +127,7 @@ type creation struct {
 
 // decideAll decides the creations on every core, and lists the
 // disagreements in the creations' order.
-func decideAll(ctx context.Context, decider *pspadmission.Decider, judge *Judge, cases []creation, progress func(done, total int)) (*Verification, error) {
+func decideAll(ctx context.Context, decider *pspengine.Decider, judge *Judge, cases []creation, progress func(done, total int)) (*Verification, error) {
 	found := make([]*Disagreement, len(cases))
 	next, done := atomic.Int64{}, atomic.Int64{}
 	if progress != nil {
@@ -239,7 +239,7 @@ func requesterOf(p Principal) user.Info {
 
 // compare decides one creation both ways, and returns how they disagree,
 // or nil.
-func compare(ctx context.Context, decider *pspadmission.Decider, judge *Judge, name, namespace string, requester user.Info, known bool, pod *corev1.Pod) (*Disagreement, error) {
+func compare(ctx context.Context, decider *pspengine.Decider, judge *Judge, name, namespace string, requester user.Info, known bool, pod *corev1.Pod) (*Disagreement, error) {
 	if pod.Spec.ServiceAccountName == "" {
 		// As the ServiceAccount admission plugin sets it, before either.
 		pod = pod.DeepCopy()
@@ -291,8 +291,8 @@ func compare(ctx context.Context, decider *pspadmission.Decider, judge *Judge, n
 		if admitted.Annotations == nil {
 			admitted.Annotations = map[string]string{}
 		}
-		admitted.Annotations[pspadmission.ValidatedPSPAnnotation] = d.Policy
-		if got.Fields = pspadmission.ChangedFields(admitted, mutated); len(got.Fields) == 0 {
+		admitted.Annotations[pspengine.ValidatedPSPAnnotation] = d.Policy
+		if got.Fields = pspengine.ChangedFields(admitted, mutated); len(got.Fields) == 0 {
 			return nil, nil
 		}
 		got.Replacement = "admitted, with other values"

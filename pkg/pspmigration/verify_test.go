@@ -29,7 +29,7 @@ import (
 
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
 	pspfake "github.com/turnstile-k8s/turnstile/pkg/client/clientset/versioned/fake"
-	pspadmission "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy"
+	pspengine "github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
 // withTestdata is the examples and testdata/policies.yaml: every field
@@ -41,7 +41,7 @@ func withTestdata(t testing.TB) ([]runtime.Object, []runtime.Object) {
 // verifySetup loads the examples and testdata/policies.yaml, converts
 // them for three namespaces (kube-system, team, apps), and loads the
 // replacement into a Judge that the test closes.
-func verifySetup(t testing.TB) (*pspadmission.Decider, *RBAC, *Judge) {
+func verifySetup(t testing.TB) (*pspengine.Decider, *RBAC, *Judge) {
 	t.Helper()
 	decider, rbac := load(t, withTestdata)
 	report := &Report{Namespaces: []Namespace{
@@ -106,7 +106,7 @@ func TestReplacementFollowsRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decider, _ := pspadmission.NewDecider(policies, authz.authorizer())
+	decider, _ := pspengine.NewDecider(policies, authz.authorizer())
 	r, err := Convert(decider.Policies(), &Report{Namespaces: []Namespace{{Name: "team", Enforce: psaapi.LevelPrivileged}}}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestManyUnusablePolicies(t *testing.T) {
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "builder", Namespace: "t"}}},
 	}
 	authz := &switchable{}
-	decider, _ := pspadmission.NewDecider(policies, authz.authorizer())
+	decider, _ := pspengine.NewDecider(policies, authz.authorizer())
 	r, err := Convert(decider.Policies(), &Report{}, true)
 	if err != nil {
 		t.Fatal(err)

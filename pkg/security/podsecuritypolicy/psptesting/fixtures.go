@@ -116,3 +116,23 @@ func VolumeSources() map[policy.FSType]api.VolumeSource {
 		policy.Image:                 {Image: &api.ImageVolumeSource{}},
 	}
 }
+
+// TeamPolicy is a restricted policy whose UIDs and groups start at uid.
+func TeamPolicy(name string, uid int64) *policy.PodSecurityPolicy {
+	ranges := []policy.IDRange{{Min: uid, Max: uid + 999}}
+	return &policy.PodSecurityPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			policy.SeccompAllowedProfilesAnnotationKey: "runtime/default",
+			policy.SeccompDefaultProfileAnnotationKey:  "runtime/default",
+		}},
+		Spec: policy.PodSecurityPolicySpec{
+			RequiredDropCapabilities: []api.Capability{"ALL"},
+			Volumes:                  []policy.FSType{policy.ConfigMap, policy.EmptyDir, policy.Projected, policy.Secret, policy.DownwardAPI, policy.PersistentVolumeClaim},
+			RunAsUser:                policy.RunAsUserStrategyOptions{Rule: policy.RunAsUserStrategyMustRunAs, Ranges: ranges},
+			SELinux:                  policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyRunAsAny},
+			SupplementalGroups:       policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyMayRunAs, Ranges: ranges},
+			FSGroup:                  policy.FSGroupStrategyOptions{Rule: policy.FSGroupStrategyMustRunAs, Ranges: ranges},
+			AllowPrivilegeEscalation: ptr.To(false),
+		},
+	}
+}

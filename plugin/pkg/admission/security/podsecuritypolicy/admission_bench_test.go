@@ -18,6 +18,8 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/psptesting"
 	"github.com/turnstile-k8s/turnstile/test/fixtures"
 )
 
@@ -34,7 +36,7 @@ func benchCluster(b *testing.B, n int) (*Plugin, *api.Pod, user.Info) {
 	p := NewPlugin()
 	for i := range n {
 		team := fmt.Sprintf("team-%03d", i)
-		p.policies.set(teamPolicy(team, int64(10000+1000*i)))
+		p.engine.Set(psptesting.TeamPolicy(team, int64(10000+1000*i)))
 		grants = append(grants, &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: "psp:" + team},
 			Rules: []rbacv1.PolicyRule{{
@@ -52,30 +54,10 @@ func benchCluster(b *testing.B, n int) (*Plugin, *api.Pod, user.Info) {
 			RoleRef:    role,
 		})
 	}
-	p.SetAuthorizer(rbacAuthorizer(b, grants...))
+	p.SetAuthorizer(psptesting.RBACAuthorizer(b, grants...))
 	last := fmt.Sprintf("team-%03d", n-1)
 	controller := &user.DefaultInfo{Name: "system:serviceaccount:kube-system:replicaset-controller", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
 	return p, benchPod(last, int64(10000+1000*(n-1))), controller
-}
-
-// teamPolicy is a restricted policy whose UIDs and groups start at uid.
-func teamPolicy(name string, uid int64) *policy.PodSecurityPolicy {
-	ranges := []policy.IDRange{{Min: uid, Max: uid + 999}}
-	return &policy.PodSecurityPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-			policy.SeccompAllowedProfilesAnnotationKey: "runtime/default",
-			policy.SeccompDefaultProfileAnnotationKey:  "runtime/default",
-		}},
-		Spec: policy.PodSecurityPolicySpec{
-			RequiredDropCapabilities: []api.Capability{"ALL"},
-			Volumes:                  []policy.FSType{policy.ConfigMap, policy.EmptyDir, policy.Projected, policy.Secret, policy.DownwardAPI, policy.PersistentVolumeClaim},
-			RunAsUser:                policy.RunAsUserStrategyOptions{Rule: policy.RunAsUserStrategyMustRunAs, Ranges: ranges},
-			SELinux:                  policy.SELinuxStrategyOptions{Rule: policy.SELinuxStrategyRunAsAny},
-			SupplementalGroups:       policy.SupplementalGroupsStrategyOptions{Rule: policy.SupplementalGroupsStrategyMayRunAs, Ranges: ranges},
-			FSGroup:                  policy.FSGroupStrategyOptions{Rule: policy.FSGroupStrategyMustRunAs, Ranges: ranges},
-			AllowPrivilegeEscalation: ptr.To(false),
-		},
-	}
 }
 
 // benchPod is a Deployment's pod as it reaches the plugin: one container,
@@ -128,7 +110,7 @@ func benchPhases(b *testing.B, admit, validate bool) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if admit {
-					delete(pod.Annotations, ValidatedPSPAnnotation)
+					delete(pod.Annotations, podsecuritypolicy.ValidatedPSPAnnotation)
 					must(b, p.Admit(ctx, a, nil))
 				}
 				if validate {
@@ -148,11 +130,11 @@ func benchPhases(b *testing.B, admit, validate bool) {
 func BenchmarkAdmitHarderCases(b *testing.B) {
 	cases := map[string]func(p *Plugin, pod *api.Pod){
 		"every-policy-accepts-last-granted": func(p *Plugin, pod *api.Pod) {
-			for _, pr := range p.policies.snapshot().sorted {
-				psp := teamPolicy(pr.Name(), 10000)
+			for _, name := range p.engine.Policies() {
+				psp := psptesting.TeamPolicy(name, 10000)
 				psp.Spec.RunAsUser.Ranges[0].Max = 1 << 30
 				psp.Spec.FSGroup.Ranges[0].Max = 1 << 30
-				p.policies.set(psp)
+				p.engine.Set(psp)
 			}
 		},
 		"mutated-by-last": func(p *Plugin, pod *api.Pod) {
@@ -172,7 +154,7 @@ func BenchmarkAdmitHarderCases(b *testing.B) {
 				*pod = *original.DeepCopy()
 				must(b, p.Admit(ctx, a, nil))
 			}
-			if got := pod.Annotations[ValidatedPSPAnnotation]; got != "team-099" {
+			if got := pod.Annotations[podsecuritypolicy.ValidatedPSPAnnotation]; got != "team-099" {
 				b.Fatalf("admitted by %q, want team-099", got)
 			}
 		})
@@ -217,10 +199,10 @@ func TestCreateAsAdminAllocatesNothing(t *testing.T) {
 func adminCreate(tb testing.TB, n int, pod *api.Pod) (*Plugin, admission.Attributes) {
 	p := NewPlugin()
 	for i := range n - 1 {
-		p.policies.set(teamPolicy(fmt.Sprintf("team-%03d", i), int64(10000+1000*i)))
+		p.engine.Set(psptesting.TeamPolicy(fmt.Sprintf("team-%03d", i), int64(10000+1000*i)))
 	}
-	p.policies.set(privilegedPolicy("zz-privileged"))
-	p.SetAuthorizer(rbacAuthorizer(tb,
+	p.engine.Set(privilegedPolicy("zz-privileged"))
+	p.SetAuthorizer(psptesting.RBACAuthorizer(tb,
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-admin"}, Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"},
 		}}},
@@ -239,11 +221,11 @@ func adminCreate(tb testing.TB, n int, pod *api.Pod) (*Plugin, admission.Attribu
 // createAsAdmin admits and validates adminCreate's pod, again.
 func createAsAdmin(tb testing.TB, p *Plugin, a admission.Attributes) {
 	pod := a.GetObject().(*api.Pod)
-	delete(pod.Annotations, ValidatedPSPAnnotation)
+	delete(pod.Annotations, podsecuritypolicy.ValidatedPSPAnnotation)
 	ctx := context.Background()
 	must(tb, p.Admit(ctx, a, nil))
 	must(tb, p.Validate(ctx, a, nil))
-	if got := pod.Annotations[ValidatedPSPAnnotation]; got != "zz-privileged" {
+	if got := pod.Annotations[podsecuritypolicy.ValidatedPSPAnnotation]; got != "zz-privileged" {
 		tb.Fatalf("admitted by %q, want zz-privileged", got)
 	}
 }

@@ -13,9 +13,10 @@ package podsecuritypolicy
 
 import (
 	"context"
-	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 	"strings"
 	"testing"
+
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/errs"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -237,7 +238,7 @@ func TestConformanceSelection(t *testing.T) {
 			spec: 6, name: "annotation ignored on create and overwritten", psps: psps(mutating2, mutating1),
 			pod: func() *api.Pod {
 				p := simplePod()
-				p.Annotations = map[string]string{ValidatedPSPAnnotation: "mutating2"}
+				p.Annotations = map[string]string{podsecuritypolicy.ValidatedPSPAnnotation: "mutating2"}
 				return p
 			}(),
 			wantPSP: "mutating1",
@@ -248,7 +249,7 @@ func TestConformanceSelection(t *testing.T) {
 	})
 
 	admittedByPrivileged := simplePod()
-	admittedByPrivileged.Annotations = map[string]string{ValidatedPSPAnnotation: "privileged"}
+	admittedByPrivileged.Annotations = map[string]string{podsecuritypolicy.ValidatedPSPAnnotation: "privileged"}
 	imageChanged := admittedByPrivileged.DeepCopy()
 	imageChanged.Spec.Containers[0].Image = "myimage2"
 	gcOnly := admittedByPrivileged.DeepCopy()
@@ -385,7 +386,7 @@ func TestConformanceSelection(t *testing.T) {
 				lineapi.SetPodHostNamespaces(&pod.Spec, lineapi.HostNamespaces{PID: true})
 				p := newTestPlugin(authz, policies...)
 				r := newRequest(t, admission.Create, pod, nil, "test", "", userInfo)
-				allowed, _, errs, err := p.choose(context.Background(), r.attrs, pod, true, "")
+				allowed, _, errs, err := p.engine.Choose(context.Background(), *p.authz, r.attrs.GetNamespace(), r.attrs.GetUserInfo(), pod, true, "")
 				if allowed != nil || err != nil {
 					t.Fatalf("choose: got pod %v, error %v; want a rejection", allowed != nil, err)
 				}
@@ -412,7 +413,7 @@ func TestConformanceSelection(t *testing.T) {
 		p.Spec.ServiceAccountName = "sa"
 		c0(p).AllowPrivilegeEscalation = ptr.To(true)
 		if hint != "" {
-			p.Annotations = map[string]string{ValidatedPSPAnnotation: hint}
+			p.Annotations = map[string]string{podsecuritypolicy.ValidatedPSPAnnotation: hint}
 		}
 		return p
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstile-k8s/turnstile/pkg/apis/policy/install"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +27,8 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy/validation"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/psptesting"
 )
 
 const examples = "../../../../../examples/podsecuritypolicy/"
@@ -34,12 +38,14 @@ const examples = "../../../../../examples/podsecuritypolicy/"
 // RBAC authorizer.
 func loadExamples(t *testing.T) *Plugin {
 	t.Helper()
+	policyScheme := runtime.NewScheme()
+	install.Install(policyScheme)
 	rbacScheme := runtime.NewScheme()
 	if err := rbacv1.AddToScheme(rbacScheme); err != nil {
 		t.Fatal(err)
 	}
 	decoders := map[string]runtime.Decoder{
-		"policies.yaml": serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDecoder(policy.SchemeGroupVersion),
+		"policies.yaml": serializer.NewCodecFactory(policyScheme, serializer.EnableStrict).UniversalDecoder(policy.SchemeGroupVersion),
 		"rbac.yaml":     serializer.NewCodecFactory(rbacScheme, serializer.EnableStrict).UniversalDeserializer(),
 	}
 	var grants []interface{}
@@ -67,7 +73,7 @@ func loadExamples(t *testing.T) *Plugin {
 				if errs := validation.ValidatePodSecurityPolicy(o); len(errs) > 0 {
 					t.Fatalf("%s: policy %s is invalid: %v", file, o.Name, errs)
 				}
-				p.policies.set(o)
+				p.engine.Set(o)
 			case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding:
 				grants = append(grants, o)
 			default:
@@ -75,10 +81,10 @@ func loadExamples(t *testing.T) *Plugin {
 			}
 		}
 	}
-	if got := len(p.policies.snapshot().sorted); got != 3 {
+	if got := len(p.engine.Policies()); got != 3 {
 		t.Fatalf("%d usable policies in %spolicies.yaml, want 3", got, examples)
 	}
-	p.SetAuthorizer(rbacAuthorizer(t, grants...))
+	p.SetAuthorizer(psptesting.RBACAuthorizer(t, grants...))
 	return p
 }
 
@@ -129,8 +135,8 @@ func TestExamples(t *testing.T) {
 				return
 			case err != nil:
 				t.Fatalf("admission: %v", err)
-			case pod.Annotations[ValidatedPSPAnnotation] != tc.wantPSP:
-				t.Fatalf("admitted under %q, want %q", pod.Annotations[ValidatedPSPAnnotation], tc.wantPSP)
+			case pod.Annotations[podsecuritypolicy.ValidatedPSPAnnotation] != tc.wantPSP:
+				t.Fatalf("admitted under %q, want %q", pod.Annotations[podsecuritypolicy.ValidatedPSPAnnotation], tc.wantPSP)
 			}
 			if tc.wantPSP != "restricted" {
 				return

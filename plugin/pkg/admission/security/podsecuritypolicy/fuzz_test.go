@@ -18,6 +18,7 @@ import (
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy/validation"
 	"github.com/turnstile-k8s/turnstile/pkg/lineapi"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy/apis/v1alpha1"
 )
 
@@ -133,7 +134,7 @@ func decide(t *testing.T, psps []*policy.PodSecurityPolicy, pod *api.Pod) (*api.
 	if err := r.validate(p); err != nil {
 		return nil, "", fmt.Errorf("Validate refused what Admit admitted: %w", err)
 	}
-	return pod, pod.Annotations[ValidatedPSPAnnotation], nil
+	return pod, pod.Annotations[podsecuritypolicy.ValidatedPSPAnnotation], nil
 }
 
 // audited runs a pod creation through Admit and Validate in audit mode and
@@ -212,7 +213,7 @@ func FuzzAdmission(f *testing.F) {
 		if err == nil {
 			// What enforce changed, but for the record of the policy.
 			changed := admitted.DeepCopy()
-			delete(changed.Annotations, ValidatedPSPAnnotation)
+			delete(changed.Annotations, podsecuritypolicy.ValidatedPSPAnnotation)
 			if len(changed.Annotations) == 0 && len(pod.Annotations) == 0 {
 				changed.Annotations = pod.Annotations
 			}

@@ -21,6 +21,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
 // grant lets a user (by name) use a policy in a namespace ("" for every
@@ -68,7 +69,7 @@ func newTestPlugin(authz authorizer.Authorizer, psps ...*policy.PodSecurityPolic
 	}
 	p.SetAuthorizer(authz)
 	for _, psp := range psps {
-		p.policies.set(psp.DeepCopy())
+		p.engine.Set(psp.DeepCopy())
 	}
 	return p
 }
@@ -231,7 +232,7 @@ func (c *createCase) run(t *testing.T) {
 	if want.Annotations == nil {
 		want.Annotations = map[string]string{}
 	}
-	want.Annotations[ValidatedPSPAnnotation] = c.wantPSP
+	want.Annotations[podsecuritypolicy.ValidatedPSPAnnotation] = c.wantPSP
 	if diff := cmp.Diff(want, pod); diff != "" {
 		t.Errorf("Admit's pod (-want +got):\n%s", diff)
 	}

@@ -17,6 +17,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/utils/ptr"
 
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 	"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy/apis/v1alpha1"
 )
 
@@ -153,7 +154,7 @@ func TestWarnModeUpdate(t *testing.T) {
 // serves from the policies the first one loaded. A bad mode names the
 // plugin and the field.
 func TestRegisteredInstancesShareCaches(t *testing.T) {
-	factory := newFactory(newCaches())
+	factory := newFactory(podsecuritypolicy.NewEngine())
 	build := func(config string) (*Plugin, error) {
 		var r io.Reader
 		if config != "" {
@@ -177,7 +178,7 @@ func TestRegisteredInstancesShareCaches(t *testing.T) {
 	if first.mode != v1alpha1.Enforce || second.mode != v1alpha1.Warn {
 		t.Errorf("modes %q, %q, want enforce, warn", first.mode, second.mode)
 	}
-	if first.caches != second.caches || first.policies != second.policies || first.rules != second.rules {
+	if first.engine != second.engine {
 		t.Error("two instances of one registration have caches of their own")
 	}
 	for config, want := range map[string]string{

@@ -45,14 +45,6 @@ func unstructuredPolicy(t *testing.T, name string, runAsUser policyv1beta1.RunAs
 	return &unstructured.Unstructured{Object: content}
 }
 
-func names(c *policyCache) []string {
-	var out []string
-	for _, pr := range c.snapshot().sorted {
-		out = append(out, pr.Name())
-	}
-	return out
-}
-
 // TestPolicyCacheFollowsTheInformer runs the plugin's informer against a
 // fake dynamic client: the providers appear once the cache has synced,
 // sorted by name, follow creations, updates and deletions, and leave out a
@@ -80,7 +72,7 @@ func TestPolicyCacheFollowsTheInformer(t *testing.T) {
 	if !p.WaitForReady() {
 		t.Fatal("cache never synced")
 	}
-	if got, want := names(p.policies), []string{"alpha", "zeta"}; !slices.Equal(got, want) {
+	if got, want := p.engine.Policies(), []string{"alpha", "zeta"}; !slices.Equal(got, want) {
 		t.Fatalf("after sync: providers %v, want %v (broken has no ranges and is skipped)", got, want)
 	}
 
@@ -111,27 +103,12 @@ func TestPolicyCacheFollowsTheInformer(t *testing.T) {
 		}
 		var got []string
 		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			got = names(p.policies)
+			got = p.engine.Policies()
 			return slices.Equal(got, step.want), nil
 		})
 		if err != nil {
 			t.Fatalf("%s: providers %v, want %v", step.name, got, step.want)
 		}
-	}
-}
-
-// TestWatchedPolicyIsDefaulted checks that a watched object is defaulted as
-// the API serves it: allowPrivilegeEscalation nil means true.
-func TestWatchedPolicyIsDefaulted(t *testing.T) {
-	psp, err := toInternal(unstructuredPolicy(t, "p", policyv1beta1.RunAsUserStrategyOptions{Rule: policyv1beta1.RunAsUserStrategyRunAsAny}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ape := psp.Spec.AllowPrivilegeEscalation; ape == nil || !*ape {
-		t.Errorf("allowPrivilegeEscalation = %v, want true", ape)
-	}
-	if _, err := toInternal("not a policy"); err == nil {
-		t.Error("toInternal accepted a string")
 	}
 }
 

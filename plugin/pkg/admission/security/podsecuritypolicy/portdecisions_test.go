@@ -239,7 +239,7 @@ func TestPortEphemeralContainersSubresource(t *testing.T) {
 	// A pod as the restrictive policy admitted it.
 	admitted := goodPod()
 	restrictiveDefaults(admitted)
-	admitted.Annotations = map[string]string{ValidatedPSPAnnotation: "restrictive"}
+	admitted.Annotations = map[string]string{podsecuritypolicy.ValidatedPSPAnnotation: "restrictive"}
 	compliant := func() *api.SecurityContext {
 		return &api.SecurityContext{RunAsUser: ptr.To[int64](999), RunAsGroup: ptr.To[int64](999), AllowPrivilegeEscalation: ptr.To(false)}
 	}

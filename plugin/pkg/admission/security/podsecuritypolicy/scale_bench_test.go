@@ -21,6 +21,8 @@ import (
 	corev1conversion "k8s.io/kubernetes/pkg/apis/core/v1"
 
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/psptesting"
 	"github.com/turnstile-k8s/turnstile/test/pspscale"
 )
 
@@ -50,7 +52,7 @@ func BenchmarkScale(b *testing.B) {
 				grants = append(grants, o)
 			}
 		}
-		rbac := rbacAuthorizer(b, grants...)
+		rbac := psptesting.RBACAuthorizer(b, grants...)
 		authz := &countingAuthorizer{Authorizer: mastersFirst{rbac}, resolver: rbac.(authorizer.RuleResolver)}
 		for _, c := range s.Creations {
 			name := s.Name + "/requester=" + strings.ReplaceAll(c.Requester, " ", "-")
@@ -79,9 +81,9 @@ func benchCreation(b *testing.B, policies []*policyv1beta1.PodSecurityPolicy, au
 	ctx := context.Background()
 	var pl *Plugin
 	create := func() error {
-		delete(pod.Annotations, ValidatedPSPAnnotation)
+		delete(pod.Annotations, podsecuritypolicy.ValidatedPSPAnnotation)
 		if rbacChanged {
-			pl.rules.generation.Add(1)
+			pl.engine.ForgetRules()
 		}
 		if err := pl.Admit(ctx, a, nil); err != nil {
 			return err
@@ -94,7 +96,7 @@ func benchCreation(b *testing.B, policies []*policyv1beta1.PodSecurityPolicy, au
 		pl = scalePlugin(b, policies, authz)
 		decision := "refused"
 		if create() == nil {
-			decision = pod.Annotations[ValidatedPSPAnnotation]
+			decision = pod.Annotations[podsecuritypolicy.ValidatedPSPAnnotation]
 		}
 		noteDecision(b, decisions, name, decision)
 	})
@@ -114,9 +116,9 @@ func scalePlugin(b *testing.B, policies []*policyv1beta1.PodSecurityPolicy, auth
 	pl := NewPlugin()
 	pl.SetAuthorizer(authz)
 	for _, external := range policies {
-		internal, err := convert(external.DeepCopy())
+		internal, err := podsecuritypolicy.Convert(external.DeepCopy())
 		must(b, err)
-		pl.policies.set(internal)
+		pl.engine.Set(internal)
 	}
 	return pl
 }

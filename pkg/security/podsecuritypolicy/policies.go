@@ -23,7 +23,6 @@ import (
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy/install"
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
-	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
 // scheme converts the watched v1beta1 objects to the internal type the
@@ -40,7 +39,7 @@ var scheme = func() *runtime.Scheme {
 // snapshot without locking.
 type policyCache struct {
 	mu        sync.Mutex
-	byName    map[string]*podsecuritypolicy.Provider
+	byName    map[string]*Provider
 	published atomic.Pointer[policySnapshot]
 }
 
@@ -48,12 +47,12 @@ type policyCache struct {
 // and by name for looking up the few an identity is granted. Neither may
 // be modified.
 type policySnapshot struct {
-	sorted []*podsecuritypolicy.Provider
-	byName map[string]*podsecuritypolicy.Provider
+	sorted []*Provider
+	byName map[string]*Provider
 }
 
 func newPolicyCache() *policyCache {
-	c := &policyCache{byName: map[string]*podsecuritypolicy.Provider{}}
+	c := &policyCache{byName: map[string]*Provider{}}
 	c.published.Store(&policySnapshot{})
 	return c
 }
@@ -64,7 +63,7 @@ func (c *policyCache) snapshot() *policySnapshot { return c.published.Load() }
 // set builds and stores the provider of psp. A policy that cannot be
 // applied is logged and left out, as in v1.24.
 func (c *policyCache) set(psp *policy.PodSecurityPolicy) {
-	pr, err := podsecuritypolicy.NewProvider(psp)
+	pr, err := NewProvider(psp)
 	if err != nil {
 		klog.InfoS("PodSecurityPolicy cannot be applied and is skipped", "policy", psp.Name, "err", err)
 		c.delete(psp.Name)
@@ -93,13 +92,13 @@ func (c *policyCache) delete(name string) {
 // walk over one array is one the processor prefetches. Providers are
 // immutable, so the copies share their rules with the originals.
 func (c *policyCache) publish() {
-	sorted := make([]*podsecuritypolicy.Provider, 0, len(c.byName))
+	sorted := make([]*Provider, 0, len(c.byName))
 	for _, pr := range c.byName {
 		sorted = append(sorted, pr)
 	}
 	sortByName(sorted)
-	array := make([]podsecuritypolicy.Provider, len(sorted))
-	byName := make(map[string]*podsecuritypolicy.Provider, len(sorted))
+	array := make([]Provider, len(sorted))
+	byName := make(map[string]*Provider, len(sorted))
 	for i, pr := range sorted {
 		array[i] = *pr
 		sorted[i] = &array[i]
@@ -108,8 +107,8 @@ func (c *policyCache) publish() {
 	c.published.Store(&policySnapshot{sorted: sorted, byName: byName})
 }
 
-func sortByName(providers []*podsecuritypolicy.Provider) {
-	slices.SortFunc(providers, func(a, b *podsecuritypolicy.Provider) int { return strings.Compare(a.Name(), b.Name()) })
+func sortByName(providers []*Provider) {
+	slices.SortFunc(providers, func(a, b *Provider) int { return strings.Compare(a.Name(), b.Name()) })
 }
 
 // watch registers an informer for policy/v1beta1 podsecuritypolicies with
@@ -166,12 +165,12 @@ func toInternal(obj interface{}) (*policy.PodSecurityPolicy, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &external); err != nil {
 		return nil, fmt.Errorf("podsecuritypolicy %q: %w", u.GetName(), err)
 	}
-	return convert(&external)
+	return Convert(&external)
 }
 
-// convert defaults external as the API serves it, and converts it to the
-// internal type.
-func convert(external *policyv1beta1.PodSecurityPolicy) (*policy.PodSecurityPolicy, error) {
+// Convert defaults external as the API serves it, and converts it to the
+// internal type the engine applies.
+func Convert(external *policyv1beta1.PodSecurityPolicy) (*policy.PodSecurityPolicy, error) {
 	scheme.Default(external)
 	internal := &policy.PodSecurityPolicy{}
 	if err := scheme.Convert(external, internal, nil); err != nil {

@@ -9,22 +9,19 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
 	"github.com/turnstile-k8s/turnstile/pkg/apis/policy"
 	policyv1beta1 "github.com/turnstile-k8s/turnstile/pkg/apis/policy/v1beta1"
-	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy"
 )
 
-// Decider is the plugin's decision procedure outside the apiserver: the
-// same code, over policies and an authorizer its caller loaded (kubectl
+// Decider is the engine outside the apiserver: the plugin's decision, over policies and an authorizer its caller loaded (kubectl
 // psp reads them from a cluster), for new pods.
 type Decider struct {
-	plugin   *Plugin
+	engine   *Engine
+	authz    Authorizer
 	policies []*policy.PodSecurityPolicy
 }
 
@@ -46,20 +43,18 @@ type Decision struct {
 // plugin cannot apply is skipped, as the plugin skips it, and returned in
 // skipped with the reason.
 func NewDecider(policies []*policyv1beta1.PodSecurityPolicy, authz authorizer.Authorizer) (d *Decider, skipped map[string]error) {
-	p := NewPlugin()
-	p.SetAuthorizer(authz)
-	d = &Decider{plugin: p}
+	d = &Decider{engine: NewEngine(), authz: NewAuthorizer(authz)}
 	skipped = map[string]error{}
 	for _, external := range policies {
-		internal, err := convert(external.DeepCopy())
+		internal, err := Convert(external.DeepCopy())
 		if err == nil {
-			_, err = podsecuritypolicy.NewProvider(internal)
+			_, err = NewProvider(internal)
 		}
 		if err != nil {
 			skipped[external.Name] = err
 			continue
 		}
-		p.policies.set(internal)
+		d.engine.Set(internal)
 		d.policies = append(d.policies, internal)
 	}
 	slices.SortFunc(d.policies, func(a, b *policy.PodSecurityPolicy) int { return strings.Compare(a.Name, b.Name) })
@@ -76,14 +71,12 @@ func (d *Decider) Policies() []*policy.PodSecurityPolicy { return d.policies }
 func (d *Decider) Decide(ctx context.Context, namespace string, requester user.Info, pod *api.Pod) (Decision, error) {
 	pod = pod.DeepCopy()
 	pod.Namespace = namespace
-	a := admission.NewAttributesRecord(pod, nil, api.Kind("Pod").WithVersion("v1"), namespace, pod.Name,
-		api.Resource("pods").WithVersion("v1"), "", admission.Create, &metav1.CreateOptions{}, false, requester)
-	allowed, name, errs, err := d.plugin.choose(ctx, a, pod, true, "")
+	allowed, name, errs, err := d.engine.Choose(ctx, d.authz, namespace, requester, pod, true, "")
 	switch {
 	case err != nil:
-		return Decision{}, fmt.Errorf("%s: %w", PluginName, err)
+		return Decision{}, fmt.Errorf("%s: %w", Name, err)
 	case allowed == nil:
-		return Decision{Refusal: fmt.Sprintf("%s: unable to admit pod: %v", PluginName, errs.all())}, nil
+		return Decision{Refusal: fmt.Sprintf("%s: unable to admit pod: %v", Name, errs.All())}, nil
 	case allowed == pod:
 		return Decision{Policy: name, Pod: pod}, nil
 	}
@@ -100,14 +93,12 @@ func (d *Decider) DecideEphemeral(ctx context.Context, namespace string, request
 	old.Namespace = namespace
 	updated := old.DeepCopy()
 	updated.Spec.EphemeralContainers = append(updated.Spec.EphemeralContainers, containers...)
-	a := admission.NewAttributesRecord(updated, old, api.Kind("Pod").WithVersion("v1"), namespace, pod.Name,
-		api.Resource("pods").WithVersion("v1"), "ephemeralcontainers", admission.Update, &metav1.UpdateOptions{}, false, requester)
-	allowed, _, errs, err := d.plugin.choose(ctx, a, updated, false, updated.Annotations[ValidatedPSPAnnotation])
+	allowed, _, errs, err := d.engine.Choose(ctx, d.authz, namespace, requester, updated, false, updated.Annotations[ValidatedPSPAnnotation])
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("%s: %w", PluginName, err)
+		return "", fmt.Errorf("%s: %w", Name, err)
 	case allowed == nil:
-		return fmt.Sprintf("%s: unable to validate pod: %v", PluginName, errs.all()), nil
+		return fmt.Sprintf("%s: unable to validate pod: %v", Name, errs.All()), nil
 	}
 	return "", nil
 }

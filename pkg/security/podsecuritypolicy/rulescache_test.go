@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
+
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/psptesting"
 )
 
 func TestRulesCache(t *testing.T) {
@@ -136,8 +138,8 @@ func TestRulesCacheAndRevocation(t *testing.T) {
 		APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}, ResourceNames: []string{"a"}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "use"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "use"}}
-	granted := rbacAuthorizer(t, role, binding).(*rbac.RBACAuthorizer)
-	revoked := rbacAuthorizer(t).(*rbac.RBACAuthorizer)
+	granted := psptesting.RBACAuthorizer(t, role, binding).(*rbac.RBACAuthorizer)
+	revoked := psptesting.RBACAuthorizer(t).(*rbac.RBACAuthorizer)
 	current := authorizer.Authorizer(granted)
 	calls := 0
 	authz := &resolverAuthorizer{RuleResolver: granted, authorize: func(a authorizer.Attributes) authorizer.Decision {
@@ -163,7 +165,7 @@ func TestRulesCacheAndRevocation(t *testing.T) {
 	}
 
 	// A grant of every policy: b counts after the event.
-	current = rbacAuthorizer(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use"}, Rules: []rbacv1.PolicyRule{{
+	current = psptesting.RBACAuthorizer(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}}}}, binding)
 	authz.RuleResolver = current.(authorizer.RuleResolver)
 	if request().mayUse("b") {

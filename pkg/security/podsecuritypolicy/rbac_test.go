@@ -15,45 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	rbaclisters "k8s.io/client-go/listers/rbac/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
-)
 
-// rbacAuthorizer is upstream's RBAC authorizer over the given Roles,
-// ClusterRoles and their bindings, read through listers as in the
-// apiserver.
-func rbacAuthorizer(t testing.TB, objects ...interface{}) authorizer.Authorizer {
-	t.Helper()
-	indexer := func() cache.Indexer {
-		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	}
-	roles, roleBindings, clusterRoles, clusterRoleBindings := indexer(), indexer(), indexer(), indexer()
-	for _, obj := range objects {
-		var err error
-		switch obj.(type) {
-		case *rbacv1.Role:
-			err = roles.Add(obj)
-		case *rbacv1.RoleBinding:
-			err = roleBindings.Add(obj)
-		case *rbacv1.ClusterRole:
-			err = clusterRoles.Add(obj)
-		case *rbacv1.ClusterRoleBinding:
-			err = clusterRoleBindings.Add(obj)
-		default:
-			err = fmt.Errorf("not an RBAC object: %T", obj)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return rbac.New(
-		&rbac.RoleGetter{Lister: rbaclisters.NewRoleLister(roles)},
-		&rbac.RoleBindingLister{Lister: rbaclisters.NewRoleBindingLister(roleBindings)},
-		&rbac.ClusterRoleGetter{Lister: rbaclisters.NewClusterRoleLister(clusterRoles)},
-		&rbac.ClusterRoleBindingLister{Lister: rbaclisters.NewClusterRoleBindingLister(clusterRoleBindings)},
-	)
-}
+	"github.com/turnstile-k8s/turnstile/pkg/security/podsecuritypolicy/psptesting"
+)
 
 // The requester's rules path (it lists each identity's rules and asks the
 // authorizer only where a rule grants the use) decides exactly as asking the authorizer every time, for
@@ -98,11 +63,11 @@ func TestRequesterRulesDecideAsTheAuthorizer(t *testing.T) {
 						RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}})
 			}
 		}
-		authz := rbacAuthorizer(t, objects...)
+		authz := psptesting.RBACAuthorizer(t, objects...)
 		shared := newRulesCache() // across the identities, as across requests
 		policies := newPolicyCache()
 		for i, name := range append(names, "e") { // e: named by no rule
-			policies.set(teamPolicy(name, int64(10000+1000*i)))
+			policies.set(psptesting.TeamPolicy(name, int64(10000+1000*i)))
 		}
 		for _, u := range []user.Info{
 			&user.DefaultInfo{Name: "alice", Groups: []string{"team"}},
@@ -166,7 +131,7 @@ func describe(objects []interface{}) string {
 // that denies (a webhook, AlwaysDeny first in the chain) still decides;
 // rules that cannot be listed completely mean asking the authorizer.
 func TestRequesterRulesDoNotOverruleTheAuthorizer(t *testing.T) {
-	grants := rbacAuthorizer(t,
+	grants := psptesting.RBACAuthorizer(t,
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "use-all"}, Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"policy"}, Resources: []string{"podsecuritypolicies"}, Verbs: []string{"use"}}}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "use-all"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
@@ -214,23 +179,23 @@ func TestCandidates(t *testing.T) {
 	}{{
 		name: "named grants: their union, sorted, without policies that do not exist",
 		authz: func() authorizer.Authorizer {
-			return rbacAuthorizer(t, append(named, bind("sa-uses", sa), bind("alice-uses", alice))...)
+			return psptesting.RBACAuthorizer(t, append(named, bind("sa-uses", sa), bind("alice-uses", alice))...)
 		},
 		want: []string{"p1", "p3", "p4"},
 	}, {
 		name:  "no grant: nothing to try",
-		authz: func() authorizer.Authorizer { return rbacAuthorizer(t, named...) },
+		authz: func() authorizer.Authorizer { return psptesting.RBACAuthorizer(t, named...) },
 		want:  []string{},
 	}, {
 		name: "a grant of every policy: all",
 		authz: func() authorizer.Authorizer {
-			return rbacAuthorizer(t, append(append(named, useRole("all")...), bind("sa-uses", sa), bind("all", alice))...)
+			return psptesting.RBACAuthorizer(t, append(append(named, useRole("all")...), bind("sa-uses", sa), bind("all", alice))...)
 		},
 		wantAll: true,
 	}, {
 		name: "an authorizer that cannot list rules: all",
 		authz: func() authorizer.Authorizer {
-			return authorizeOnly{rbacAuthorizer(t, append(named, bind("sa-uses", sa))...)}
+			return authorizeOnly{psptesting.RBACAuthorizer(t, append(named, bind("sa-uses", sa))...)}
 		},
 		wantAll: true,
 	}, {
@@ -242,7 +207,7 @@ func TestCandidates(t *testing.T) {
 	}}
 	policies := newPolicyCache()
 	for i := range 6 {
-		policies.set(teamPolicy(fmt.Sprintf("p%d", i), int64(10000+1000*i)))
+		policies.set(psptesting.TeamPolicy(fmt.Sprintf("p%d", i), int64(10000+1000*i)))
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
