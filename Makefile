@@ -205,7 +205,7 @@ bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstil
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(BIN)/bench -out $(OUT)/bench -micro $(OUT)/bench/micro.txt $(BENCH_FLAGS)
 
 # >>> bench-scale: the cost against cluster size, on kwok's fake nodes
-# (hack/bench/scale*.go; docs/performance.md). kwok and the plot come from
+# (cmd/bench/internal/scale; docs/performance.md). kwok and the plot come from
 # test/scale's module, so neither joins the apiserver's module graph. kwok's
 # stages (node initialize and heartbeat, pod ready, complete and delete) are
 # read from its module, not copied into ours, with one change: pod-ready's
@@ -278,15 +278,18 @@ clean-local: $(BIN)/local-up ## Remove the state of `make run` (PKI, etcd data, 
 $(BIN)/kube-apiserver: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kube-apiserver
 
-# The cost guard's planted regression (hack/bench/planted): never shipped.
+# The cost guard's planted regression (test/kube-apiserver-planted): never shipped.
 $(BIN)/kube-apiserver-planted: FORCE
-	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./hack/bench/planted
+	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./test/kube-apiserver-planted
 
 $(BIN)/kubectl-psp: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kubectl-psp
 
-$(BIN)/local-up $(BIN)/bench $(BIN)/conformance: FORCE
+$(BIN)/local-up: FORCE
 	$(GO) build -trimpath -o $@ ./hack/$(notdir $@)
+
+$(BIN)/bench $(BIN)/conformance: FORCE
+	$(GO) build -trimpath -o $@ ./cmd/$(notdir $@)
 
 $(BIN)/image $(BIN)/release: FORCE
 	$(GO) build -trimpath -o $@ ./build/$(notdir $@)
@@ -431,7 +434,7 @@ fuzz: ## Every fuzzer (the admission configuration loader and reload, Persistent
 # <<< fuzz
 
 # >>> conformance: upstream's [Conformance] specs against a local cluster of
-# two real nodes (hack/conformance; docs/conformance.md). e2e.test and ginkgo
+# two real nodes (cmd/conformance; docs/conformance.md). e2e.test and ginkgo
 # are upstream's, built from test/conformance's module, stamped as upstream.
 PROFILE ?= all-compatible
 FOCUS   ?=
@@ -485,10 +488,10 @@ conformance-check: $(BIN)/conformance ## DIR=v1.Y/<product>: the CNCF bot's chec
 	$(BIN)/conformance check -current "$$(hack/line.sh version $(MAIN_LINE))" \
 		-conformance-yaml "$(KUBERNETES_DIR)/test/conformance/testdata/conformance.yaml" "$(DIR)"
 
-# make test's tier: the specs hack/conformance/ci-specs.txt names, on
+# make test's tier: the specs cmd/conformance/ci-specs.txt names, on
 # all-compatible, with the node images only; parallel specs only.
-test-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps ## make test's conformance tier, as root: the specs hack/conformance/ci-specs.txt names, on all-compatible.
-	$(BIN)/conformance -profile all-compatible -specs hack/conformance/ci-specs.txt -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images "" -containerd "" -passes parallel -out $(OUT)/conformance/ci
+test-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps ## make test's conformance tier, as root: the specs cmd/conformance/ci-specs.txt names, on all-compatible.
+	$(BIN)/conformance -profile all-compatible -specs cmd/conformance/ci-specs.txt -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images "" -containerd "" -passes parallel -out $(OUT)/conformance/ci
 	$(call tier_done,test-conformance)
 
 $(BIN)/e2e.test: FORCE
@@ -595,7 +598,7 @@ test-unit: ## Unit tests (everything but test/e2e), and the scale plot's in test
 	$(call tier_done,test-unit)
 
 test-cost: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-apiserver-planted) ## The cost guard: allocations and etcd requests per pod create, Turnstile over upstream, same-plugins (limit 1.02) and upstream-same (1.04); then the same with a planted 5% regression, which must fail.
-	TURNSTILE_COST_GUARD=1 TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -v -run '^TestCostGuard$$' ./hack/bench/
+	TURNSTILE_COST_GUARD=1 TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -v -run '^TestCostGuard$$' ./cmd/bench/internal/compare/
 	$(call tier_done,test-cost)
 
 test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image ## E2E tests: real etcd and kube-apiserver processes.

@@ -8,7 +8,7 @@
 // constraints). Source files are the Go
 // files (generated ones get it from hack/boilerplate.go.txt), the shell
 // scripts, the Makefile, the protobuf definitions, and the YAML under
-// examples/ and hack/ that users copy; test data and fuzz corpora are
+// examples/, hack/ and cmd/ that users copy or the programs read; test data and fuzz corpora are
 // inputs, not source. The files are git's, tracked or new; upstream's
 // hack/verify-boilerplate is the model.
 package main
@@ -75,7 +75,7 @@ func isSource(path string) bool {
 	case ".go", ".sh", ".proto":
 		return true
 	case ".yaml", ".yml":
-		return strings.HasPrefix(path, "examples/") || strings.HasPrefix(path, "hack/")
+		return strings.HasPrefix(path, "examples/") || strings.HasPrefix(path, "hack/") || strings.HasPrefix(path, "cmd/")
 	}
 	return false
 }

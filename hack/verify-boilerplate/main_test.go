@@ -34,7 +34,7 @@ func TestMissing(t *testing.T) {
 		"Makefile":                        "all:\n",
 		"examples/admission/ok.yaml":      "# Plugins: X\n" + shHeader + "a: b\n",
 		"examples/admission/planted.yaml": "# Plugins: X\na: b\n",
-		"hack/conformance/planted.yaml":   "a: b\n",
+		"cmd/conformance/planted.yaml":    "a: b\n",
 		"api/types.proto":                 "syntax = \"proto2\";\n",
 		"pkg/testdata/input.go":           "package input\n",
 		"test/e2e/testdata/config.yaml":   "a: b\n",
@@ -60,7 +60,7 @@ func TestMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(got)
-	want := []string{"Makefile", "api/types.proto", "cmd/planted/main.go", "examples/admission/planted.yaml", "hack/conformance/planted.yaml", "hack/planted.sh", "pkg/half.go", "pkg/late.go", "pkg/upstream.go"}
+	want := []string{"Makefile", "api/types.proto", "cmd/conformance/planted.yaml", "cmd/planted/main.go", "examples/admission/planted.yaml", "hack/planted.sh", "pkg/half.go", "pkg/late.go", "pkg/upstream.go"}
 	if !slices.Equal(got, want) {
 		t.Errorf("missing(%s) = %q, want %q", repo, got, want)
 	}

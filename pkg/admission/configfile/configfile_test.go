@@ -641,7 +641,7 @@ func TestExamples(t *testing.T) {
 	_, plugins := registry(t)
 	for _, file := range []string{
 		"../../../examples/admission/admission-config.yaml",
-		"../../../hack/bench/admission-config.yaml",
+		"../../../cmd/bench/admission-config.yaml",
 		"../../../test/e2e/testdata/hardened-exec-scd.yaml",
 	} {
 		if err := Validate(file, plugins); err != nil {

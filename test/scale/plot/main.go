@@ -3,7 +3,7 @@
 
 // Command plot draws the figures of `make bench-scale` into one PNG: a grid
 // of panels, each a metric against cluster size with one line per side. It
-// reads the panels from the JSON that hack/bench -scale writes
+// reads the panels from the JSON that cmd/bench -scale writes
 // (_output/bench-scale/plot.json), so that the plotting library stays in
 // this module and out of the apiserver's module graph.
 //
@@ -24,7 +24,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Figure is what hack/bench -scale writes: panels in reading order.
+// Figure is what cmd/bench -scale writes: panels in reading order.
 type Figure struct {
 	Title  string  `json:"title"`
 	Panels []Panel `json:"panels"`
@@ -47,7 +47,7 @@ type Series struct {
 const columns = 3
 
 func main() {
-	in := flag.String("in", "_output/bench-scale/plot.json", "panels written by hack/bench -scale")
+	in := flag.String("in", "_output/bench-scale/plot.json", "panels written by cmd/bench -scale")
 	out := flag.String("out", "_output/bench-scale/scale.png", "PNG to write (a plot the docs show is copied into docs/ by hand, with the run it comes from)")
 	flag.Parse()
 	if err := run(*in, *out); err != nil {
