@@ -285,10 +285,7 @@ $(BIN)/kube-apiserver-planted: FORCE
 $(BIN)/kubectl-psp: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kubectl-psp
 
-$(BIN)/local-up: FORCE
-	$(GO) build -trimpath -o $@ ./hack/$(notdir $@)
-
-$(BIN)/bench $(BIN)/conformance: FORCE
+$(BIN)/local-up $(BIN)/bench $(BIN)/conformance: FORCE
 	$(GO) build -trimpath -o $@ ./cmd/$(notdir $@)
 
 $(BIN)/image $(BIN)/release: FORCE

@@ -101,7 +101,7 @@ func checkControllerRestarted(t *testing.T, c kubernetes.Interface, lu *localUp)
 	}
 }
 
-// localUp is a test's running hack/local-up.
+// localUp is a test's running cmd/local-up.
 type localUp struct {
 	cmd                  *exec.Cmd
 	dir, bin, kubeconfig string

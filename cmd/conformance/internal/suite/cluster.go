@@ -19,7 +19,7 @@ import (
 	"github.com/turnstile-k8s/turnstile/internal/ports"
 )
 
-// cluster is a running hack/local-up.
+// cluster is a running cmd/local-up.
 type cluster struct {
 	cmd             *exec.Cmd
 	kubeconfig, log string

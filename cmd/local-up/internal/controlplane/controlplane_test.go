@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package controlplane
 
 import (
 	"path/filepath"
@@ -17,7 +17,7 @@ import (
 func TestKubeconfigsFollowThePort(t *testing.T) {
 	dir := t.TempDir()
 	for _, port := range []int{16443, 26443} {
-		cfg, err := kubeadmConfig(options{dir: dir, port: port, controllerManagerPort: 10257, schedulerPort: 10259}, nil)
+		cfg, err := kubeadmConfig(Options{Dir: dir, Port: port, ControllerManagerPort: 10257, SchedulerPort: 10259}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

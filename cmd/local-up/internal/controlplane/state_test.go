@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package controlplane
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 // keys are the same files. A run that fits removes nothing.
 func TestReissueMisfits(t *testing.T) {
 	dir := t.TempDir()
-	o := options{dir: dir, port: 16443, controllerManagerPort: 10257, schedulerPort: 10259}
+	o := Options{Dir: dir, Port: 16443, ControllerManagerPort: 10257, SchedulerPort: 10259}
 	before, err := kubeadmConfig(o, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestReissueMisfits(t *testing.T) {
 		t.Error("apiserver.crt was issued again for the settings it was made with")
 	}
 
-	o.nodes = 1
+	o.Nodes = 1
 	layout := localnode.Layout{Nodes: netip.MustParsePrefix("198.18.0.0/24"), Pods: netip.MustParsePrefix("198.18.16.0/20"),
 		Services: netip.MustParsePrefix("10.96.0.0/12")}
 	after, err := kubeadmConfig(o, &layout)
@@ -89,7 +89,7 @@ func TestReissueMisfits(t *testing.T) {
 }
 
 func TestCompareStateVersion(t *testing.T) {
-	o := options{dir: "/state", cleanCommand: "`make clean-local`"}
+	o := Options{Dir: "/state", CleanCommand: "`make clean-local`"}
 	for _, tc := range []struct {
 		made, running string
 		refused       []string // what the refusal names; nil: accepted
@@ -126,7 +126,7 @@ func TestCompareStateVersion(t *testing.T) {
 // kubeadm's ranges without nodes and is refused with them.
 func TestChooseNetwork(t *testing.T) {
 	dir := t.TempDir()
-	o := options{dir: dir, cleanCommand: "`make clean-local`"}
+	o := Options{Dir: dir, CleanCommand: "`make clean-local`"}
 	first, err := chooseNetwork(o, false)
 	if err != nil || first == nil {
 		t.Fatalf("a new state without nodes: %v, %v", first, err)
@@ -140,11 +140,11 @@ func TestChooseNetwork(t *testing.T) {
 		t.Errorf("the next run without nodes: %+v, %v; want %+v", again, err, *first)
 	}
 
-	legacy := options{dir: t.TempDir(), cleanCommand: "`make clean-local`"}
+	legacy := Options{Dir: t.TempDir(), CleanCommand: "`make clean-local`"}
 	if l, err := chooseNetwork(legacy, true); err != nil || l != nil {
 		t.Errorf("an earlier local-up's state without nodes: %+v, %v; want kubeadm's ranges (nil)", l, err)
 	}
-	legacy.nodes = 1
+	legacy.Nodes = 1
 	if _, err := chooseNetwork(legacy, true); err == nil || !strings.Contains(err.Error(), "`make clean-local` resets it") {
 		t.Errorf("an earlier local-up's state with nodes: %v; want a refusal naming the reset", err)
 	}

@@ -1,32 +1,17 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Command local-up runs a local control plane: our kube-apiserver on
-// embedded etcd, kube-controller-manager and kube-scheduler. The PKI,
-// kubeconfigs and command lines are kubeadm's own, produced by kubeadm's
-// phases at the pinned version, so the layout is the one operators know from
-// /etc/kubernetes. Only etcd differs: it runs inside the apiserver.
-//
-// With -upstream it runs vanilla upstream's kube-apiserver instead, on
-// etcd as a process of its own (upstream has no embedded etcd): the
-// baseline that `make conformance PROFILE=upstream` compares against.
-//
-// With -nodes n it also runs n real worker nodes (internal/localnode) and
-// CoreDNS, so pods run: the apiserver then serves on the host's address on
-// the nodes' bridge instead of 127.0.0.1, so that pods reach it.
-//
-// `make run` builds the binaries and calls this. State lives in -dir and is
-// reused by later runs, with or without nodes, on other ports and plugins,
-// and by the next Kubernetes minor (state.go); Ctrl-C stops everything, the
-// nodes first and the apiserver last, removes what the nodes added to the
-// host, and ends the run normally.
-package main
+// Package controlplane runs local-up's control plane: kubeadm's PKI,
+// kubeconfigs and command lines, our kube-apiserver on embedded etcd (or
+// upstream's on etcd), kube-controller-manager and kube-scheduler, and with
+// nodes, internal/localnode's real worker nodes and CoreDNS. The state
+// directory outlives a run (state.go).
+package controlplane
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -58,81 +43,32 @@ import (
 	"github.com/turnstile-k8s/turnstile/internal/process"
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "local-up: %v\n", err)
-		os.Exit(1)
-	}
+// Options are local-up's flags (cmd/local-up), with paths made absolute.
+type Options struct {
+	Dir, Bin, NodeBin, AdmissionConfig, Plugins, Images, Policies string
+	E2EImages, ExtraImages, Containerd                            string
+	// CleanCommand is what resets Dir, as the user would type it.
+	CleanCommand                               string
+	Port, ControllerManagerPort, SchedulerPort int
+	Nodes                                      int
+	// Upstream runs kube-apiserver-upstream on etcd at EtcdPort.
+	Upstream               bool
+	EtcdPort, EtcdPeerPort int
+	// APIServerArgs are extra kube-apiserver flags, after ours.
+	APIServerArgs []kubeadmapi.Arg
 }
 
-type options struct {
-	dir, bin, nodeBin, admissionConfig, plugins, images, policies string
-	e2eImages, extraImages, containerd                            string
-	// cleanCommand is what resets dir, as the user would type it.
-	cleanCommand                               string
-	port, controllerManagerPort, schedulerPort int
-	nodes                                      int
-	// upstream runs kube-apiserver-upstream on etcd at etcdPort.
-	upstream               bool
-	etcdPort, etcdPeerPort int
-	// apiserverArgs are extra kube-apiserver flags, after ours.
-	apiserverArgs []kubeadmapi.Arg
-}
-
-func run() (runErr error) {
-	var o options
-	flag.StringVar(&o.dir, "dir", "_output/local", "state directory: PKI, kubeconfigs, etcd data, logs")
-	flag.StringVar(&o.bin, "bin", "_output/bin", "directory with kube-apiserver, kube-controller-manager and kube-scheduler")
-	flag.StringVar(&o.nodeBin, "node-bin", "", "directory with the nodes' kubelet and kube-proxy (default -bin; make run LINE= of a preview passes main's, lines/README.md)")
-	flag.StringVar(&o.admissionConfig, "admission-config", "examples/admission/admission-config.yaml", "AdmissionConfiguration file for kube-apiserver; empty for none, as kubeadm's default")
-	flag.StringVar(&o.plugins, "admission-plugins", "", "comma-separated admission plugins to enable besides upstream's defaults and NodeRestriction")
-	flag.IntVar(&o.port, "port", int(kubeadmconstants.KubeAPIServerPort), "kube-apiserver's secure port")
-	flag.IntVar(&o.controllerManagerPort, "controller-manager-port", kubeadmconstants.KubeControllerManagerPort, "kube-controller-manager's secure port on 127.0.0.1")
-	flag.IntVar(&o.schedulerPort, "scheduler-port", kubeadmconstants.KubeSchedulerPort, "kube-scheduler's secure port on 127.0.0.1")
-	flag.IntVar(&o.nodes, "nodes", 0, "real worker nodes to run (needs root; see docs/local-nodes.md)")
-	flag.StringVar(&o.images, "images", "_output/images/node", "directory of the image tarballs the nodes import")
-	flag.StringVar(&o.e2eImages, "e2e-images", "", "the archive of the rest of the e2e framework's images (make e2e-images: _output/images/e2e/"+oci.E2EImageArchive+") for the nodes to import too, with the etcd image in -images")
-	flag.StringVar(&o.extraImages, "extra-images", "", "comma-separated image archives for the nodes to import and their registry to serve after the others (make conformance RUNNER=hydrophone: upstream's conformance image, _output/images/e2e/"+oci.ConformanceImageArchive+")")
-	flag.StringVar(&o.containerd, "containerd", "", "directory with containerd 2's containerd, containerd-shim-runc-v2 and ctr (make containerd: _output/bin/containerd-2) for the nodes to run instead of Debian's containerd 1.6")
-	flag.Func("apiserver-arg", "an extra kube-apiserver flag, name=value, repeatable (for example nodes-proxy-get-requires-create=true)", func(arg string) error {
-		name, value, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
-		if !ok || name == "" {
-			return fmt.Errorf("%q: want name=value", arg)
-		}
-		o.apiserverArgs = append(o.apiserverArgs, kubeadmapi.Arg{Name: name, Value: value})
-		return nil
-	})
-	flag.StringVar(&o.policies, "pod-security-policies", "examples/podsecuritypolicy", "comma-separated files or directories of PodSecurityPolicies and their grants, applied when PodSecurityPolicy is enabled")
-	flag.BoolVar(&o.upstream, "upstream", false, "run vanilla kube-apiserver-upstream on etcd, both from -bin, instead of Turnstile's kube-apiserver with embedded etcd")
-	flag.StringVar(&o.cleanCommand, "clean-command", "", "the command that resets -dir, for messages (make run passes `make clean-local` with its LINE); default: this program with -dir and -clean")
-	clean := flag.Bool("clean", false, "remove the state in -dir, and what a killed run's nodes left on the host, instead of running")
-	flag.Parse()
-	if o.nodeBin == "" {
-		o.nodeBin = o.bin
-	}
-	for _, p := range []*string{&o.dir, &o.bin, &o.nodeBin, &o.admissionConfig, &o.images, &o.e2eImages, &o.containerd} {
-		if *p == "" {
-			continue
-		}
-		abs, err := filepath.Abs(*p)
-		if err != nil {
-			return err
-		}
-		*p = abs
-	}
-	if *clean {
-		return cleanState(o.dir)
-	}
-	if o.cleanCommand == "" {
-		o.cleanCommand = fmt.Sprintf("`%s -dir %s -clean`", os.Args[0], o.dir)
-	}
-	if o.admissionConfig != "" {
-		if _, err := os.Stat(o.admissionConfig); err != nil {
+// Run brings the control plane up in o.Dir, prints how to reach it, and
+// keeps it running, restarting a controller that exits, until Ctrl-C or
+// SIGTERM stops everything.
+func Run(o Options) (runErr error) {
+	if o.AdmissionConfig != "" {
+		if _, err := os.Stat(o.AdmissionConfig); err != nil {
 			return fmt.Errorf("-admission-config: %w", err)
 		}
 	}
-	if o.upstream {
-		for _, port := range []*int{&o.etcdPort, &o.etcdPeerPort} {
+	if o.Upstream {
+		for _, port := range []*int{&o.EtcdPort, &o.EtcdPeerPort} {
 			free, err := ports.Free()
 			if err != nil {
 				return err
@@ -145,10 +81,10 @@ func run() (runErr error) {
 	defer takeTerminal()()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := os.MkdirAll(filepath.Join(o.dir, "logs"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o700); err != nil {
 		return err
 	}
-	unlock, err := lock(o.dir)
+	unlock, err := lock(o.Dir)
 	if err != nil {
 		return err
 	}
@@ -161,11 +97,11 @@ func run() (runErr error) {
 	// last line says what a normal end keeps.
 	started := false
 	defer func() {
-		if err := giveBack(o.dir); err != nil {
-			fmt.Fprintf(os.Stderr, "local-up: handing %s back to its owner: %v\n", o.dir, err)
+		if err := giveBack(o.Dir); err != nil {
+			fmt.Fprintf(os.Stderr, "local-up: handing %s back to its owner: %v\n", o.Dir, err)
 		}
 		if started && runErr == nil {
-			fmt.Printf("Stopped. The state in %s is kept for the next run: every object, the CA and the etcd data (%s resets it).\n", o.dir, o.cleanCommand)
+			fmt.Printf("Stopped. The state in %s is kept for the next run: every object, the CA and the etcd data (%s resets it).\n", o.Dir, o.CleanCommand)
 		}
 	}()
 	// startErr is err, unless Ctrl-C came first and cut the start short on
@@ -181,16 +117,16 @@ func run() (runErr error) {
 	began := time.Now()
 	var nodes *localnode.Cluster
 	var images []string
-	if o.nodes > 0 {
+	if o.Nodes > 0 {
 		for _, img := range oci.NodeImages() {
-			images = append(images, filepath.Join(o.images, img.Tarball))
+			images = append(images, filepath.Join(o.Images, img.Tarball))
 		}
-		if o.e2eImages != "" {
+		if o.E2EImages != "" {
 			// The e2e framework's Aggregator spec runs the etcd image,
 			// which make control-plane-images builds for kubeadm.
-			images = append(images, filepath.Join(o.images, "etcd.tar"), o.e2eImages)
+			images = append(images, filepath.Join(o.Images, "etcd.tar"), o.E2EImages)
 		}
-		for _, archive := range strings.Split(o.extraImages, ",") {
+		for _, archive := range strings.Split(o.ExtraImages, ",") {
 			if archive = strings.TrimSpace(archive); archive != "" {
 				abs, err := filepath.Abs(archive)
 				if err != nil {
@@ -199,12 +135,12 @@ func run() (runErr error) {
 				images = append(images, abs)
 			}
 		}
-		if err := localnode.CheckHost(localnode.Config{Bin: o.nodeBin, Images: images, Containerd: o.containerd}); err != nil {
+		if err := localnode.CheckHost(localnode.Config{Bin: o.NodeBin, Images: images, Containerd: o.Containerd}); err != nil {
 			return err
 		}
 	}
 	unlockNetwork := func() {}
-	if o.nodes > 0 {
+	if o.Nodes > 0 {
 		if unlockNetwork, err = localnode.LockNetwork(); err != nil {
 			return err
 		}
@@ -222,9 +158,9 @@ func run() (runErr error) {
 	if err := checkPorts(o, cfg); err != nil {
 		return err
 	}
-	if o.nodes > 0 {
+	if o.Nodes > 0 {
 		nodes, err = localnode.Prepare(localnode.Config{
-			Dir: o.dir, Bin: o.nodeBin, Images: images, Containerd: o.containerd, Nodes: o.nodes, Layout: *layout, Kubeadm: cfg,
+			Dir: o.Dir, Bin: o.NodeBin, Images: images, Containerd: o.Containerd, Nodes: o.Nodes, Layout: *layout, Kubeadm: cfg,
 			Progress: func(format string, args ...any) { fmt.Printf(format+"\n", args...) },
 		})
 		if err != nil {
@@ -244,8 +180,8 @@ func run() (runErr error) {
 	if err := reissueMisfits(cfg); err != nil {
 		return err
 	}
-	if err := writePKIAndKubeconfigs(cfg, o.dir); err != nil {
-		return fmt.Errorf("%w\n(the state in %s does not fit this run's settings; %s resets it)", err, o.dir, o.cleanCommand)
+	if err := writePKIAndKubeconfigs(cfg, o.Dir); err != nil {
+		return fmt.Errorf("%w\n(the state in %s does not fit this run's settings; %s resets it)", err, o.Dir, o.CleanCommand)
 	}
 	commands, err := commandLines(cfg, o)
 	if err != nil {
@@ -264,11 +200,11 @@ func run() (runErr error) {
 	started = true
 	var admin kubernetes.Interface
 	components := []string{kubeadmconstants.KubeAPIServer, kubeadmconstants.KubeControllerManager, kubeadmconstants.KubeScheduler}
-	if o.upstream {
+	if o.Upstream {
 		components = append([]string{kubeadmconstants.Etcd}, components...)
 	}
 	for _, name := range components {
-		p, err := process.Start(name, filepath.Join(o.dir, "logs", name+".log"), commands[name])
+		p, err := process.Start(name, filepath.Join(o.Dir, "logs", name+".log"), commands[name])
 		if err != nil {
 			return err
 		}
@@ -279,10 +215,10 @@ func run() (runErr error) {
 			}
 		}
 		if name == kubeadmconstants.KubeAPIServer {
-			if admin, err = waitForAPIServer(ctx, p, cfg, o.dir); err != nil {
+			if admin, err = waitForAPIServer(ctx, p, cfg, o.Dir); err != nil {
 				return startErr(err)
 			}
-			// Only this run uses this etcd (the lock on o.dir says so), so
+			// Only this run uses this etcd (the lock on o.Dir says so), so
 			// the leases still there are a previous run's: without them,
 			// the new controllers lead at once instead of waiting ~15 s
 			// for the old leases to expire.
@@ -295,7 +231,7 @@ func run() (runErr error) {
 		}
 	}
 	controllers := plane[len(plane)-2:]
-	for i, port := range []int{o.controllerManagerPort, o.schedulerPort} {
+	for i, port := range []int{o.ControllerManagerPort, o.SchedulerPort} {
 		if err := waitHealthy(ctx, controllers[i], fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err != nil {
 			return startErr(err)
 		}
@@ -309,7 +245,7 @@ func run() (runErr error) {
 				fmt.Fprintf(os.Stderr, "local-up: %v\n", err)
 				return
 			}
-			fmt.Printf("Stopped the %d node(s): kube-proxy, the kubelet, their pods and containerd.\n", o.nodes)
+			fmt.Printf("Stopped the %d node(s): kube-proxy, the kubelet, their pods and containerd.\n", o.Nodes)
 		}()
 		if err := nodes.Start(ctx, admin); err != nil {
 			return startErr(err)
@@ -335,7 +271,7 @@ func run() (runErr error) {
 		select {
 		case <-ctx.Done():
 			what := "kube-scheduler, kube-controller-manager, then kube-apiserver and its etcd"
-			if o.upstream {
+			if o.Upstream {
 				what = "kube-scheduler, kube-controller-manager, kube-apiserver, then etcd"
 			}
 			if nodes != nil {
@@ -355,10 +291,10 @@ func run() (runErr error) {
 	}
 }
 
-// cleanState removes the state directory, after what a killed run's nodes
+// Clean removes the state directory, after what a killed run's nodes
 // left on the host (processes, mounts under the directory, namespaces),
 // and refuses while a run is using it.
-func cleanState(dir string) error {
+func Clean(dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -378,18 +314,18 @@ func cleanState(dir string) error {
 
 // checkPorts names the holder of any port the control plane needs that is
 // taken, before anything starts. The embedded etcd picks free ports.
-func checkPorts(o options, cfg *kubeadmapi.InitConfiguration) error {
+func checkPorts(o Options, cfg *kubeadmapi.InitConfiguration) error {
 	checks := []struct {
 		host       string
 		port       int
 		what, flag string
 	}{
-		{cfg.LocalAPIEndpoint.AdvertiseAddress, o.port, "kube-apiserver's --secure-port", "PORT"},
-		{"127.0.0.1", o.controllerManagerPort, "kube-controller-manager's --secure-port", "CONTROLLER_MANAGER_PORT"},
-		{"127.0.0.1", o.schedulerPort, "kube-scheduler's --secure-port", "SCHEDULER_PORT"},
+		{cfg.LocalAPIEndpoint.AdvertiseAddress, o.Port, "kube-apiserver's --secure-port", "PORT"},
+		{"127.0.0.1", o.ControllerManagerPort, "kube-controller-manager's --secure-port", "CONTROLLER_MANAGER_PORT"},
+		{"127.0.0.1", o.SchedulerPort, "kube-scheduler's --secure-port", "SCHEDULER_PORT"},
 	}
 	for _, c := range checks {
-		if o.nodes > 0 && c.host != "127.0.0.1" {
+		if o.Nodes > 0 && c.host != "127.0.0.1" {
 			// The bridge and its address do not exist yet; what could
 			// hold the port there is a wildcard listener, which the
 			// loopback check finds.
@@ -409,7 +345,7 @@ func checkPorts(o options, cfg *kubeadmapi.InitConfiguration) error {
 // nodes, the apiserver serves on the host's address on the nodes' bridge,
 // which its certificate names with or without nodes, so that one
 // certificate serves both.
-func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfiguration, error) {
+func kubeadmConfig(o Options, layout *localnode.Layout) (*kubeadmapi.InitConfiguration, error) {
 	cfg, err := configutil.DefaultedStaticInitConfiguration()
 	if err != nil {
 		return nil, fmt.Errorf("kubeadm defaults: %w", err)
@@ -420,40 +356,40 @@ func kubeadmConfig(o options, layout *localnode.Layout) (*kubeadmapi.InitConfigu
 		cfg.APIServer.CertSANs = append(cfg.APIServer.CertSANs, layout.Host().String())
 		cfg.Networking.PodSubnet = layout.Pods.String()
 		cfg.Networking.ServiceSubnet = layout.Services.String()
-		if o.nodes > 0 {
+		if o.Nodes > 0 {
 			address = layout.Host().String()
 		}
 	}
 	cfg.NodeRegistration.Name = "turnstile-local"
 	cfg.LocalAPIEndpoint.AdvertiseAddress = address
-	cfg.LocalAPIEndpoint.BindPort = int32(o.port)
-	cfg.CertificatesDir = filepath.Join(o.dir, "pki")
+	cfg.LocalAPIEndpoint.BindPort = int32(o.Port)
+	cfg.CertificatesDir = filepath.Join(o.Dir, "pki")
 	// An external etcd makes kubeadm skip the etcd certificates; the
 	// endpoint is etcd's with -upstream, and is otherwise replaced by the
 	// embedded etcd in commandLines.
 	cfg.Etcd.Local = nil
 	cfg.Etcd.External = &kubeadmapi.ExternalEtcd{Endpoints: []string{etcdURL(o)}}
 	plugins := "NodeRestriction"
-	if o.plugins != "" {
-		plugins += "," + o.plugins
+	if o.Plugins != "" {
+		plugins += "," + o.Plugins
 	}
 	cfg.APIServer.ExtraArgs = []kubeadmapi.Arg{
 		{Name: "enable-admission-plugins", Value: plugins},
 		{Name: "bind-address", Value: address},
 	}
-	if o.nodes == 0 {
+	if o.Nodes == 0 {
 		// Without nodes the apiserver is on loopback, which it refuses to
 		// publish in the kubernetes Service's endpoints since v1.37: no pod
 		// would reach it anyway, so the endpoints are not kept (as upstream's
 		// test servers do).
 		cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "endpoint-reconciler-type", Value: "none"})
 	}
-	if o.admissionConfig != "" {
-		cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "admission-control-config-file", Value: o.admissionConfig})
+	if o.AdmissionConfig != "" {
+		cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "admission-control-config-file", Value: o.AdmissionConfig})
 	}
-	cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, o.apiserverArgs...)
-	cfg.ControllerManager.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.controllerManagerPort)}}
-	cfg.Scheduler.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.schedulerPort)}}
+	cfg.APIServer.ExtraArgs = append(cfg.APIServer.ExtraArgs, o.APIServerArgs...)
+	cfg.ControllerManager.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.ControllerManagerPort)}}
+	cfg.Scheduler.ExtraArgs = []kubeadmapi.Arg{{Name: "secure-port", Value: strconv.Itoa(o.SchedulerPort)}}
 	return cfg, nil
 }
 
@@ -499,34 +435,34 @@ func writePKIAndKubeconfigs(cfg *kubeadmapi.InitConfiguration, dir string) error
 // manifests, points them at dir instead of /etc/kubernetes and at our
 // binaries, and swaps the etcd flags for the embedded etcd; with -upstream,
 // it runs vanilla upstream's kube-apiserver and etcd instead.
-func commandLines(cfg *kubeadmapi.InitConfiguration, o options) (map[string][]string, error) {
+func commandLines(cfg *kubeadmapi.InitConfiguration, o Options) (map[string][]string, error) {
 	specs := controlplane.GetStaticPodSpecs(&cfg.ClusterConfiguration, &cfg.LocalAPIEndpoint, nil)
 	commands := map[string][]string{}
 	for name, pod := range specs {
 		var c []string
 		for _, arg := range pod.Spec.Containers[0].Command {
-			if name == kubeadmconstants.KubeAPIServer && !o.upstream && strings.HasPrefix(arg, "--etcd-") {
+			if name == kubeadmconstants.KubeAPIServer && !o.Upstream && strings.HasPrefix(arg, "--etcd-") {
 				continue
 			}
-			c = append(c, strings.ReplaceAll(arg, kubeadmconstants.KubernetesDir+"/", o.dir+"/"))
+			c = append(c, strings.ReplaceAll(arg, kubeadmconstants.KubernetesDir+"/", o.Dir+"/"))
 		}
 		if len(c) == 0 {
 			return nil, fmt.Errorf("kubeadm gave no command for %s", name)
 		}
-		c[0] = filepath.Join(o.bin, c[0])
+		c[0] = filepath.Join(o.Bin, c[0])
 		if name == kubeadmconstants.KubeAPIServer {
 			c[0] = apiserverBinary(o)
-			if !o.upstream {
+			if !o.Upstream {
 				c = append(c, "--embedded-etcd-data-dir="+etcdDataDir(o))
 			}
 		}
 		commands[name] = c
 	}
-	if o.upstream {
+	if o.Upstream {
 		// The flags kubeadm's etcd static pod has for a single member,
 		// without TLS: it listens on loopback only.
-		peer := fmt.Sprintf("http://127.0.0.1:%d", o.etcdPeerPort)
-		commands[kubeadmconstants.Etcd] = []string{filepath.Join(o.bin, "etcd"),
+		peer := fmt.Sprintf("http://127.0.0.1:%d", o.EtcdPeerPort)
+		commands[kubeadmconstants.Etcd] = []string{filepath.Join(o.Bin, "etcd"),
 			"--name=" + cfg.NodeRegistration.Name, "--data-dir=" + etcdDataDir(o),
 			"--listen-client-urls=" + etcdURL(o), "--advertise-client-urls=" + etcdURL(o),
 			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
@@ -538,10 +474,10 @@ func commandLines(cfg *kubeadmapi.InitConfiguration, o options) (map[string][]st
 
 // etcdDataDir holds etcd's data, embedded or not: the same layout, so a
 // state directory serves both.
-func etcdDataDir(o options) string { return filepath.Join(o.dir, "etcd") }
+func etcdDataDir(o Options) string { return filepath.Join(o.Dir, "etcd") }
 
 // etcdURL is etcd's client URL with -upstream.
-func etcdURL(o options) string { return fmt.Sprintf("http://127.0.0.1:%d", o.etcdPort) }
+func etcdURL(o Options) string { return fmt.Sprintf("http://127.0.0.1:%d", o.EtcdPort) }
 
 // waitForAPIServer waits for /readyz and returns a client with admin.conf.
 func waitForAPIServer(ctx context.Context, p *process.Process, cfg *kubeadmapi.InitConfiguration, dir string) (kubernetes.Interface, error) {
@@ -584,24 +520,24 @@ func waitForAPIServer(ctx context.Context, p *process.Process, cfg *kubeadmapi.I
 	return admin, nil
 }
 
-// applyPolicies applies the PodSecurityPolicies and grants in o.policies
+// applyPolicies applies the PodSecurityPolicies and grants in o.Policies
 // when the plugin is on: without a policy that admits them, no pod is
 // admitted, CoreDNS's and the controllers' included. The examples grant
 // privileged to kube-system's service accounts and the nodes, restricted
 // to everyone.
-func applyPolicies(ctx context.Context, o options) error {
-	if !slices.Contains(strings.Split(o.plugins, ","), "PodSecurityPolicy") {
+func applyPolicies(ctx context.Context, o Options) error {
+	if !slices.Contains(strings.Split(o.Plugins, ","), "PodSecurityPolicy") {
 		return nil
 	}
-	args := []string{"--kubeconfig", filepath.Join(o.dir, kubeadmconstants.AdminKubeConfigFileName), "apply"}
-	for _, path := range strings.Split(o.policies, ",") {
+	args := []string{"--kubeconfig", filepath.Join(o.Dir, kubeadmconstants.AdminKubeConfigFileName), "apply"}
+	for _, path := range strings.Split(o.Policies, ",") {
 		args = append(args, "-f", path)
 	}
-	out, err := exec.CommandContext(ctx, filepath.Join(o.bin, "kubectl"), args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, filepath.Join(o.Bin, "kubectl"), args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("applying the PodSecurityPolicies in %s: %v\n%s", o.policies, err, out)
+		return fmt.Errorf("applying the PodSecurityPolicies in %s: %v\n%s", o.Policies, err, out)
 	}
-	fmt.Printf("PodSecurityPolicy is on: applied the policies and grants in %s\n", o.policies)
+	fmt.Printf("PodSecurityPolicy is on: applied the policies and grants in %s\n", o.Policies)
 	return nil
 }
 
@@ -643,15 +579,15 @@ func clientFor(kubeconfig string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(config)
 }
 
-func printReady(o options, cfg *kubeadmapi.InitConfiguration, took time.Duration) {
-	kubeconfig := filepath.Join(o.dir, kubeadmconstants.AdminKubeConfigFileName)
-	kubectl := filepath.Join(o.bin, "kubectl")
+func printReady(o Options, cfg *kubeadmapi.InitConfiguration, took time.Duration) {
+	kubeconfig := filepath.Join(o.Dir, kubeadmconstants.AdminKubeConfigFileName)
+	kubectl := filepath.Join(o.Bin, "kubectl")
 	server := "Turnstile control plane is ready"
 	etcd := "embedded etcd"
-	if o.upstream {
+	if o.Upstream {
 		server, etcd = "Vanilla upstream control plane is ready", "etcd on "+etcdURL(o)
 	}
-	if o.nodes > 0 {
+	if o.Nodes > 0 {
 		fmt.Printf(`
 %s (%s): kube-apiserver on https://%s:%d with %s,
 kube-controller-manager and kube-scheduler holding their leases, %d Ready node(s) and CoreDNS.
@@ -667,7 +603,7 @@ Try:
   %s run client --rm -it --restart=Never --image=%s -- wget -qO- http://web/hostname
 
 Ctrl-C stops it and removes the nodes' processes, pods, namespaces, routes and rules.
-`, server, took.Round(100*time.Millisecond), cfg.LocalAPIEndpoint.AdvertiseAddress, o.port, etcd, o.nodes, kubeconfig, o.dir, o.cleanCommand, kubeconfig,
+`, server, took.Round(100*time.Millisecond), cfg.LocalAPIEndpoint.AdvertiseAddress, o.Port, etcd, o.Nodes, kubeconfig, o.Dir, o.CleanCommand, kubeconfig,
 			kubectl, kubectl, oci.AgnhostImage, kubectl, kubectl, oci.BusyBoxImage)
 		return
 	}
@@ -686,7 +622,7 @@ Try:
   %s auth can-i create pods --as=system:serviceaccount:default:default
 
 Ctrl-C stops it.
-`, server, took.Round(100*time.Millisecond), o.port, etcd, kubeconfig, o.dir, o.cleanCommand, kubeconfig, kubectl, kubectl, kubectl, kubectl)
+`, server, took.Round(100*time.Millisecond), o.Port, etcd, kubeconfig, o.Dir, o.CleanCommand, kubeconfig, kubectl, kubectl, kubectl, kubectl)
 }
 
 // lock takes an exclusive lock on dir so that a second run says one is

@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package controlplane
 
 // What makes one state directory serve every way of running it: with or
 // without nodes, on any ports, with any plugins, and on newer Kubernetes
@@ -34,8 +34,8 @@ const versionFile = "kubernetes-version"
 
 // stateExists says whether dir holds a cluster already: its CA or its etcd
 // data. The lock file and logs/ alone are not one.
-func stateExists(o options) bool {
-	for _, p := range []string{filepath.Join(o.dir, "pki", kubeadmconstants.CACertName), etcdDataDir(o)} {
+func stateExists(o Options) bool {
+	for _, p := range []string{filepath.Join(o.Dir, "pki", kubeadmconstants.CACertName), etcdDataDir(o)} {
 		if _, err := os.Stat(p); err == nil {
 			return true
 		}
@@ -49,7 +49,7 @@ func stateExists(o options) bool {
 // time), is kept; an older minor, or a newer one that skips a minor, is
 // refused before anything starts: etcd's data written by v1.Y may use what
 // v1.Y-1 cannot read, and upgrades do not skip minors.
-func checkVersion(o options, hasState bool) error {
+func checkVersion(o Options, hasState bool) error {
 	binary := apiserverBinary(o)
 	out, err := exec.Command(binary, "--version").Output()
 	if err != nil {
@@ -59,19 +59,19 @@ func checkVersion(o options, hasState bool) error {
 	if err != nil {
 		return fmt.Errorf("%s --version said %q: %w", binary, out, err)
 	}
-	path := filepath.Join(o.dir, versionFile)
+	path := filepath.Join(o.Dir, versionFile)
 	data, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if hasState {
-			fmt.Printf("local-up: the state in %s does not say which Kubernetes made it (an earlier local-up did not record it); recording v%s\n", o.dir, running)
+			fmt.Printf("local-up: the state in %s does not say which Kubernetes made it (an earlier local-up did not record it); recording v%s\n", o.Dir, running)
 		}
 	case err != nil:
 		return err
 	default:
 		made, err := parseVersion(strings.TrimSpace(string(data)))
 		if err != nil {
-			return fmt.Errorf("%s: %w (%s resets the state)", path, err, o.cleanCommand)
+			return fmt.Errorf("%s: %w (%s resets the state)", path, err, o.CleanCommand)
 		}
 		if err := compareStateVersion(made, running, o); err != nil {
 			return err
@@ -90,22 +90,22 @@ func parseVersion(s string) (*version.Version, error) {
 
 // compareStateVersion says what moving the state from made to running is,
 // and refuses the moves Kubernetes does not support.
-func compareStateVersion(made, running *version.Version, o options) error {
+func compareStateVersion(made, running *version.Version, o Options) error {
 	madeMinor, runMinor := minorOf(made), minorOf(running)
 	madeV, runV := "v"+made.String(), "v"+running.String()
-	reset := fmt.Sprintf("Nothing was started. %s resets the state, deleting every object in it", o.cleanCommand)
+	reset := fmt.Sprintf("Nothing was started. %s resets the state, deleting every object in it", o.CleanCommand)
 	switch {
 	case running.Major() != made.Major() || running.Minor() < made.Minor():
 		return fmt.Errorf("the state in %s was made by Kubernetes %s, and this kube-apiserver is %s: that is a downgrade (%s to %s), which Kubernetes does not support. %s",
-			o.dir, madeV, runV, madeMinor, runMinor, reset)
+			o.Dir, madeV, runV, madeMinor, runMinor, reset)
 	case running.Minor() > made.Minor()+1:
 		return fmt.Errorf("the state in %s was made by Kubernetes %s, and this kube-apiserver is %s: an upgrade from %s to %s skips a minor, and Kubernetes upgrades one minor at a time. %s",
-			o.dir, madeV, runV, madeMinor, runMinor, reset)
+			o.Dir, madeV, runV, madeMinor, runMinor, reset)
 	case running.Minor() == made.Minor()+1:
 		fmt.Printf("local-up: the state in %s was made by Kubernetes %s; this is %s: an upgrade of one minor, which Kubernetes supports. "+
-			"Every object is kept; going back to %s afterwards is a downgrade, which local-up refuses.\n", o.dir, madeV, runV, madeMinor)
+			"Every object is kept; going back to %s afterwards is a downgrade, which local-up refuses.\n", o.Dir, madeV, runV, madeMinor)
 	case !running.EqualTo(made):
-		fmt.Printf("local-up: the state in %s was made by Kubernetes %s; this is %s, the same minor: kept as it is\n", o.dir, madeV, runV)
+		fmt.Printf("local-up: the state in %s was made by Kubernetes %s; this is %s, the same minor: kept as it is\n", o.Dir, madeV, runV)
 	}
 	return nil
 }
@@ -114,11 +114,11 @@ func minorOf(v *version.Version) string { return fmt.Sprintf("v%d.%d", v.Major()
 
 // apiserverBinary is the kube-apiserver this run starts, and whose release
 // the state records.
-func apiserverBinary(o options) string {
-	if o.upstream {
-		return filepath.Join(o.bin, "kube-apiserver-upstream")
+func apiserverBinary(o Options) string {
+	if o.Upstream {
+		return filepath.Join(o.Bin, "kube-apiserver-upstream")
 	}
-	return filepath.Join(o.bin, "kube-apiserver")
+	return filepath.Join(o.Bin, "kube-apiserver")
 }
 
 // networkFile records the state's addresses.
@@ -135,28 +135,28 @@ const networkFile = "network.json"
 // kubeadm's default Services range, which nodes cannot use here (it is not
 // inside the block the guard and the host's routes cover): it returns nil
 // for such a state without nodes, and refuses it with nodes.
-func chooseNetwork(o options, hasState bool) (*localnode.Layout, error) {
-	path := filepath.Join(o.dir, networkFile)
+func chooseNetwork(o Options, hasState bool) (*localnode.Layout, error) {
+	path := filepath.Join(o.Dir, networkFile)
 	var previous *localnode.Layout
 	if data, err := os.ReadFile(path); err == nil {
 		previous = &localnode.Layout{}
 		if err := json.Unmarshal(data, previous); err != nil {
-			return nil, fmt.Errorf("%s: %w (%s resets the state)", path, err, o.cleanCommand)
+			return nil, fmt.Errorf("%s: %w (%s resets the state)", path, err, o.CleanCommand)
 		}
-		if o.nodes == 0 {
+		if o.Nodes == 0 {
 			return previous, nil
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	} else if hasState {
-		if o.nodes > 0 {
-			return nil, fmt.Errorf("the state in %s was made without nodes by an earlier local-up, with kubeadm's default Services range, which the nodes cannot use; %s resets it", o.dir, o.cleanCommand)
+		if o.Nodes > 0 {
+			return nil, fmt.Errorf("the state in %s was made without nodes by an earlier local-up, with kubeadm's default Services range, which the nodes cannot use; %s resets it", o.Dir, o.CleanCommand)
 		}
 		return nil, nil
 	}
 	l, err := localnode.ChooseLayout(previous)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s resets the state in %s)", err, o.cleanCommand, o.dir)
+		return nil, fmt.Errorf("%w (%s resets the state in %s)", err, o.CleanCommand, o.Dir)
 	}
 	data, err := json.Marshal(l)
 	if err != nil {
