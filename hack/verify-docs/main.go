@@ -13,7 +13,8 @@
 // fact in one place (facts.go, components.go): no Kubernetes version a line
 // no longer pins, a suite's time on its home page only, no figure on two
 // pages, a component version on the generated docs/reference/components.md
-// only.
+// only. And the files that name the restored plugins outside Go code agree
+// with pkg/admission/restored (restored.go).
 //
 // Only code (inline spans and fenced blocks) is read for make targets and
 // flags: that is what a reader copies. `make verify` runs it.
@@ -31,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/restored"
 )
 
 func main() {
@@ -65,6 +67,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
 		os.Exit(1)
 	}
+	stale, err := restoredLists(*root, restored.Plugins)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
+		os.Exit(1)
+	}
+	problems = append(problems, stale...)
 	for _, p := range problems {
 		fmt.Fprintf(os.Stderr, "verify-docs: %s\n", p)
 	}

@@ -5,11 +5,14 @@
 // registers has no end-to-end test. test/e2e/README.md holds the coverage
 // table: one row per registered plugin, naming the tests that prove it. The
 // command checks that every registered name has a row, every row names a
-// registered plugin, and every test a row names exists in test/e2e.
+// registered plugin, and every test a row names exists in test/e2e; and
+// that the older lines' tier runs an e2e test of every restored plugin: the
+// Makefile's LINE_E2E matches one of the tests its row names.
 package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +23,8 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/turnstile-k8s/turnstile/pkg/admission"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/descriptor"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/restored"
 )
 
 // heading starts the coverage table's section in the README.
@@ -31,7 +36,11 @@ var (
 )
 
 func main() {
-	if err := verify("test/e2e"); err != nil {
+	err := verify("test/e2e")
+	if err == nil {
+		err = verifyLines("test/e2e/README.md", "Makefile", restored.Plugins)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "verify: %v\n", err)
 		os.Exit(1)
 	}
@@ -76,6 +85,47 @@ func verify(dir string) error {
 	if len(problems) > 0 {
 		slices.Sort(problems)
 		return fmt.Errorf("%s, section %q, does not cover the registry:\n  %s", readme, heading, strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// lineE2E is the Makefile variable whose regular expression selects the
+// e2e tests an older line runs against its own binaries.
+const lineE2E = "LINE_E2E := "
+
+// verifyLines checks that the Makefile's LINE_E2E matches at least one of
+// the tests readme's row names for each restored plugin, so that every
+// older line tests each of them end to end.
+func verifyLines(readme, makefile string, plugins []descriptor.Plugin) error {
+	rows, err := coverageRows(readme)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(makefile)
+	if err != nil {
+		return err
+	}
+	var expr string
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, lineE2E); ok {
+			expr = strings.ReplaceAll(v, "$$", "$")
+		}
+	}
+	if expr == "" {
+		return fmt.Errorf("%s has no %q line", makefile, lineE2E)
+	}
+	runs, err := regexp.Compile(expr)
+	if err != nil {
+		return fmt.Errorf("%s: LINE_E2E: %w", makefile, err)
+	}
+	var problems []string
+	for _, p := range plugins {
+		if !slices.ContainsFunc(rows[p.Name], runs.MatchString) {
+			problems = append(problems, fmt.Sprintf("%s's LINE_E2E runs none of the tests %s's row %s names (%s): the older lines would not test the restored plugin", makefile, readme, p.Name, strings.Join(rows[p.Name], ", ")))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/turnstile-k8s/turnstile/pkg/admission"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/descriptor"
 )
 
 func registered(t *testing.T) []string {
@@ -68,5 +69,26 @@ func TestGapsAreReported(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "NotAPlugin") {
 		t.Errorf("a row outside the section was read:\n%v", err)
+	}
+}
+
+// A restored plugin whose row names no test LINE_E2E matches is reported:
+// the older lines would not test it.
+func TestLinesRunEveryRestoredPlugin(t *testing.T) {
+	dir := t.TempDir()
+	readme, makefile := filepath.Join(dir, "README.md"), filepath.Join(dir, "Makefile")
+	table := heading + "\n\n| controller | what | tests |\n|---|---|---|\n| Known | x | `TestKnown/case` |\n| Sixth | x | `TestSixth`, `TestOther` |\n"
+	if err := os.WriteFile(readme, []byte(table), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(makefile, []byte("LINE_E2E := ^Test(Version|Known)$$\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyLines(readme, makefile, []descriptor.Plugin{{Name: "Known"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := verifyLines(readme, makefile, []descriptor.Plugin{{Name: "Known"}, {Name: "Sixth"}})
+	if err == nil || !strings.Contains(err.Error(), "row Sixth names (TestSixth, TestOther)") || strings.Contains(err.Error(), "Known") {
+		t.Errorf("verifyLines = %v, want the Sixth row alone reported", err)
 	}
 }

@@ -193,7 +193,7 @@ const notInPlugin = "(no admission plugin)"
 func byPlugin(sums map[string]float64) map[string]float64 {
 	out := map[string]float64{}
 	for function, v := range sums {
-		plugin, ok := plugins.Packages[packageOf(function)]
+		plugin, ok := plugins.Packages[plugins.PackageOf(function)]
 		if !ok {
 			plugin = notInPlugin
 		}
@@ -247,7 +247,7 @@ func attributedFunction(s *profile.Sample) string {
 			if leaf == "" {
 				leaf = name
 			}
-			if _, ok := plugins.Packages[packageOf(name)]; ok {
+			if _, ok := plugins.Packages[plugins.PackageOf(name)]; ok {
 				return name
 			}
 			if name == "runtime.gcBgMarkWorker" {

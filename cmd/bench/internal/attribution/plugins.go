@@ -53,7 +53,7 @@ func Attribute(p *profile.Profile, creates int, d time.Duration) (ProfileReport,
 		seen := map[string]bool{}
 		for _, loc := range sample.Location {
 			for _, line := range loc.Line {
-				pkg := packageOf(line.Function.Name)
+				pkg := plugins.PackageOf(line.Function.Name)
 				if plugin, ok := plugins.Packages[pkg]; ok && !seen[plugin] {
 					seen[plugin] = true
 					per[plugin] += v
@@ -104,17 +104,6 @@ func (r *ProfileReport) Shares() string {
 		}
 	}
 	return fmt.Sprintf("%.1f / %.1f", 100*r.Chain.Share, 100*psp)
-}
-
-// packageOf returns the import path of a function's package, from a name
-// such as "k8s.io/x/y.(*T).Method" or "k8s.io/x/y.Func.func1".
-func packageOf(function string) string {
-	slash := strings.LastIndexByte(function, '/')
-	dot := strings.IndexByte(function[slash+1:], '.')
-	if dot < 0 {
-		return function
-	}
-	return function[:slash+1+dot]
 }
 
 func PrintProfile(w io.Writer, r ProfileReport) {

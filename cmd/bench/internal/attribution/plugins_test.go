@@ -10,20 +10,6 @@ import (
 	"github.com/google/pprof/profile"
 )
 
-func TestPackageOf(t *testing.T) {
-	for function, want := range map[string]string{
-		"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount.(*Plugin).Admit":                                       "k8s.io/kubernetes/plugin/pkg/admission/serviceaccount",
-		"github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy.(*Plugin).Validate.func1": "github.com/turnstile-k8s/turnstile/plugin/pkg/admission/security/podsecuritypolicy",
-		"k8s.io/apiserver/pkg/admission.(*chainAdmissionHandler).Admit":                                               "k8s.io/apiserver/pkg/admission",
-		"runtime.mallocgc": "runtime",
-		"main.main":        "main",
-	} {
-		if got := packageOf(function); got != want {
-			t.Errorf("packageOf(%q) = %q, want %q", function, got, want)
-		}
-	}
-}
-
 // stackProfile builds a CPU profile whose samples have the given stacks
 // (innermost first) and nanoseconds.
 func stackProfile(samples map[int64][]string) *profile.Profile {

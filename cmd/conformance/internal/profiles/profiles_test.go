@@ -4,6 +4,7 @@
 package profiles
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,20 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	turnstileadmission "github.com/turnstile-k8s/turnstile/pkg/admission"
+	"github.com/turnstile-k8s/turnstile/pkg/admission/restored"
 )
+
+// Every restored plugin is either run by all-compatible or refuses
+// conformant workloads by design and has an impact profile: a plugin added
+// to pkg/admission/restored and not here fails, naming it.
+func TestEveryRestoredPluginHasAProfile(t *testing.T) {
+	for _, p := range restored.Plugins {
+		inImpact := slices.ContainsFunc(slices.Collect(maps.Values(impact)), func(i Profile) bool { return slices.Contains(i.Plugins, p.Name) })
+		if !slices.Contains(allCompatible, p.Name) && !inImpact {
+			t.Errorf("the restored plugin %s is neither in all-compatible nor an impact profile (cmd/conformance/internal/profiles; docs/conformance.md says which)", p.Name)
+		}
+	}
+}
 
 // TestProfiles checks that every profile names registered plugins and files
 // that exist, and that no plugin is both compatible and an impact profile.
