@@ -138,8 +138,11 @@ space := $(subst ,, )
 
 .PHONY: help build tools image release publish bench bench-scale test-cost bump canary test-line test-preview run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
 
+# A help text names a line's Kubernetes release as <main> (main's line) or
+# <upgrade-from> (UPGRADE_FROM's), which help fills in from hack/line.sh.
 help: ## List the targets.
-	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST) | \
+		sed "s/<main>/$$(hack/line.sh version $(MAIN_LINE))/g; s/<upgrade-from>/$(if $(UPGRADE_FROM),$$(hack/line.sh version $(UPGRADE_FROM)),none)/g"
 
 build: $(BIN)/kube-apiserver $(BIN)/kubectl-psp ## Build our kube-apiserver and the kubectl psp plugin (kubectl-psp) into _output/bin.
 
@@ -388,7 +391,8 @@ $(BIN)/coredns: FORCE
 # VULNDB=https://vuln.go.dev reads the public one instead.
 VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
 VULNDB ?= file://$(CURDIR)/test/vulncheck/vulndb
-VULNDB_MODULES := . test/images test/conformance test/scale test/hydrophone test/vulncheck build/coredns build/containerd
+# Main's line's modules (lines/modules) and the tools' own.
+VULNDB_MODULES = $(shell hack/line.sh modules $(MAIN_LINE) | cut -d' ' -f1) test/hydrophone test/vulncheck build/containerd
 .PHONY: vulncheck vulndb-update
 vulncheck: $(BIN)/govulncheck ## govulncheck over the kube-apiserver we ship (LINE=1.Y: the line's), after its test that a planted vulnerable module fails; VULNDB=https://vuln.go.dev for the public database.
 	TURNSTILE_GOVULNCHECK=$(CURDIR)/$(BIN)/govulncheck TURNSTILE_VULNDB="$(VULNDB)" $(base_goflags) $(GO) test -C test/vulncheck -count=1 ./...
@@ -402,7 +406,7 @@ vulndb-update: ## Write test/vulncheck/vulndb from golang.org/x/vulndb at VULNDB
 	set -euo pipefail; export $(base_goflags); modules=$$(mktemp); trap 'rm -f "$$modules"' EXIT; \
 	for mod in $(VULNDB_MODULES); do $(GO) list -C $$mod -m -f '{{.Path}}' all >> "$$modules"; done; \
 	for line in $$(hack/line.sh list); do [[ $$line == $(MAIN_LINE) ]] && continue; \
-		for mod in . test/images test/conformance build/coredns; do \
+		for mod in $$(hack/line.sh modules $$line | cut -d' ' -f1); do \
 			GOFLAGS="$$(hack/line.sh goflags $$line $$mod)" $(GO) list -C $$mod -m -f '{{.Path}}' all >> "$$modules"; done; done; \
 	info=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION)); \
 	dir=$$(echo "$$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
@@ -686,7 +690,7 @@ UPGRADE_ENV = TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)
 	TURNSTILE_UPGRADE_FROM_IMAGES=$(CURDIR)/$(UPGRADE_FROM_OUT)/images/node \
 	TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(UPGRADE_FROM_OUT)/images/kube-apiserver-*.tar | head -1)
 
-test-upgrade: upgrade-from ## kubeadm upgrade apply for real, as root: Turnstile with PodSecurityPolicy, and vanilla, from the older line (v1.36.5) to Turnstile v1.37.2; and make run's state across the two.
+test-upgrade: upgrade-from ## kubeadm upgrade apply for real, as root: Turnstile with PodSecurityPolicy, and vanilla, from the older line (<upgrade-from>) to Turnstile <main>; and make run's state across the two.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-upgrade: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	$(UPGRADE_ENV) $(GO) test -count=1 -timeout 40m -v -run '^Test(KubeadmUpgradeForReal|LocalUpAcrossLines)$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
@@ -694,7 +698,7 @@ test-upgrade: upgrade-from ## kubeadm upgrade apply for real, as root: Turnstile
 # control-plane nodes and a worker behind Debian's haproxy, on containerd
 # 2, upgraded from the older line one node at a time under load, with
 # faults and a failed upgrade; the report in _output/ha-kubeadm.
-test-ha-kubeadm: upgrade-from containerd ## Three kubeadm control-plane nodes and a worker behind haproxy, as root: init, joins, faults, a rolling upgrade from v1.36.5 with a failed step, under load; report in _output/ha-kubeadm.
+test-ha-kubeadm: upgrade-from containerd ## Three kubeadm control-plane nodes and a worker behind haproxy, as root: init, joins, faults, a rolling upgrade from <upgrade-from> with a failed step, under load; report in _output/ha-kubeadm.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-ha-kubeadm: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	hack/install-package.sh haproxy haproxy
 	$(UPGRADE_ENV) TURNSTILE_HA_KUBEADM=1 TURNSTILE_CONTAINERD=$(CURDIR)/$(CONTAINERD_DIR) TURNSTILE_HA_KUBEADM_REPORT=$(CURDIR)/$(OUT)/ha-kubeadm/report.md \

@@ -112,7 +112,8 @@ grep -q 'bump: the gate passed; committed' "$work/bump.log" || problem "make bum
 subject=$(git log -1 --format=%s)
 [[ $subject == "bump: line $line from $old to $new"* ]] || problem "the last commit is \"$subject\", not the bump's"
 [[ $(hack/line.sh version "$line") == "$new" ]] || problem "hack/line.sh version $line says $(hack/line.sh version "$line"), not $new"
-for f in lines/$line/go.mod lines/$line/test/images/go.mod lines/$line/test/conformance/go.mod; do
+# The modules pinned to the release (lines/modules); CoreDNS's is kubeadm's.
+for f in $(hack/line.sh modules "$line" | awk '$2 == "kubernetes" { print "lines/'"$line"'/" $1 "/go.mod" }' | sed 's|/\./|/|'); do
 	grep -q "k8s.io/api => k8s.io/api $new_staging" "$f" || problem "$f does not replace k8s.io/api with $new_staging"
 	# The replaces decide which staging modules build; a require may keep
 	# the version a dependency asks for.

@@ -78,13 +78,23 @@ fi
 new_dir=$(echo "$info" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 
 # Where the line's go.mod files are, and its version now.
+# gomods LINE [PREFIX]: the go.mod file of each module of LINE
+# (lines/modules), under PREFIX (lines/1.Y/ for an older line's).
+gomods() {
+	local dir f
+	while read -r dir _; do
+		f=${2:-}$dir/go.mod
+		f=${f//\/.\//\/}
+		echo "${f#./}"
+	done < <(hack/line.sh modules "$1")
+}
 if [[ $mode == line-patch ]]; then
 	old=$(hack/line.sh version "$line")
-	gomods=(lines/$line/go.mod lines/$line/test/images/go.mod lines/$line/test/conformance/go.mod lines/$line/build/coredns/go.mod)
+	mapfile -t gomods < <(gomods "$line" "lines/$line/")
 	line_flags=$(hack/line.sh goflags "$line")
 else
 	old=$(hack/line.sh version "$main")
-	gomods=(go.mod test/images/go.mod test/conformance/go.mod test/scale/go.mod build/coredns/go.mod)
+	mapfile -t gomods < <(gomods "$main")
 	line_flags=
 fi
 if [[ $old == "$version" ]]; then
@@ -140,12 +150,13 @@ if [[ $mode == main-minor ]] && grep -qx "$line" lines/preview; then
 fi
 if [[ $mode == main-minor ]]; then
 	# The minor main leaves stays supported as an older line, from the
-	# go.mod files it has now.
+	# go.mod files it has now of the modules an older line has (those of
+	# any minor but main's: $line, the next).
 	mkdir -p "lines/$main"
-	for d in . test/images test/conformance build/coredns; do
+	while read -r d _; do
 		mkdir -p "lines/$main/$d"
 		cp "$d/go.mod" "$d/go.sum" "lines/$main/$d/"
-	done
+	done < <(hack/line.sh modules "$line")
 	{ grep '^#' lines/supported; echo "$main"; grep -v '^#' lines/supported; } > lines/supported.tmp && mv lines/supported.tmp lines/supported
 fi
 pin_log=$work/pin.log
@@ -202,7 +213,9 @@ fi
 # The component versions' page is written from the go.mod files just moved.
 go run ./hack/verify-docs -write
 if [[ $mode == main-minor ]]; then
-	sed -i "/^| main | $version |/a | $main | $old | \`lines/$main/\`: \`go.mod\`, \`test/images/go.mod\`, \`test/conformance/go.mod\`, \`build/coredns/go.mod\` |" lines/README.md
+	# $main is an older line now: go.mod names $line main's.
+	files=$(gomods "$main" | sed 's/.*/`&`/' | paste -sd, - | sed 's/,/, /g')
+	sed -i "/^| main | $version |/a | $main | $old | \`lines/$main/\`: $files |" lines/README.md
 fi
 
 # 4. The gate.

@@ -17,6 +17,8 @@
 #   hack/line.sh goflags 1.Y [DIR]    -modfile=... -tags=... for the module in DIR
 #                                     (default .); nothing for main's line
 #   hack/line.sh tags 1.Y             the build tags alone
+#   hack/line.sh modules 1.Y          the modules the line pins, "DIR PIN" a
+#                                     line (lines/modules)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -61,6 +63,10 @@ version)
 tags)
 	check "${2:?usage: hack/line.sh tags 1.Y}"
 	tags "$2" ;;
+modules)
+	# Not check: hack/pin-kubernetes.sh -line writes a new line's go.mod files.
+	[[ ${2:?usage: hack/line.sh modules 1.Y} =~ ^1\.[0-9]+$ ]] || { echo "line: '$2' is not a minor version like 1.36" >&2; exit 2; }
+	awk -v main="$([[ $2 == "$(main_minor)" ]] && echo 1)" '!/^#/ && (main || $3 != "main") { print $1, $2 }' "$root/lines/modules" ;;
 goflags)
 	check "${2:?usage: hack/line.sh goflags 1.Y [DIR]}"
 	[[ $2 != "$(main_minor)" ]] || exit 0
@@ -69,5 +75,5 @@ goflags)
 	modfile=${modfile//\/.\//\/}
 	[[ -f $modfile ]] || { echo "line: $modfile is missing: line $2 does not build the module in $dir" >&2; exit 2; }
 	echo "-modfile=$modfile -tags=$(tags "$2")" ;;
-*) echo "usage: hack/line.sh main|list|preview|version 1.Y|goflags 1.Y [DIR]|tags 1.Y" >&2; exit 2 ;;
+*) echo "usage: hack/line.sh main|list|preview|version 1.Y|goflags 1.Y [DIR]|tags 1.Y|modules 1.Y" >&2; exit 2 ;;
 esac

@@ -7,9 +7,9 @@
 # dependency those paths do not exist, so we replace them with the published
 # tags instead.
 #
-#   hack/pin-kubernetes.sh vX.Y.Z              main's line: go.mod, test/images/go.mod,
-#                                              test/conformance/go.mod, test/scale/go.mod
-#   hack/pin-kubernetes.sh -line 1.Y v1.Y.Z    an older line (lines/README.md): the same
+#   hack/pin-kubernetes.sh vX.Y.Z              main's line: the go.mod files of the
+#                                              modules lines/modules lists
+#   hack/pin-kubernetes.sh -line 1.Y v1.Y.Z    an older line (lines/README.md): its
 #                                              modules' go.mod files under lines/1.Y/
 #   hack/pin-kubernetes.sh -anchor v1.24.Z     test/psp124/go.mod: v1.24's own
 #                                              PodSecurityPolicy, which make bench-psp
@@ -135,18 +135,27 @@ if [[ -n $anchor ]]; then
 	exit 0
 fi
 
-# The main module; test/images, a module of its own for upstream's e2e
-# image binaries (agnhost); test/conformance, one for upstream's e2e.test;
-# and test/scale (main's line only), one for kwok and the scale benchmark's
-# plot. Their test-only dependency graphs stay out of our go.mod but must
-# build against the same Kubernetes.
-pin .
-pin test/images
-[[ -n $line ]] || write_conformance_imports
-pin test/conformance
+# The modules lines/modules lists: the main module; test/images, a module
+# of its own for upstream's e2e image binaries (agnhost); test/conformance,
+# one for upstream's e2e.test; and test/scale (main's line only), one for
+# kwok and the scale benchmark's plot. Their test-only dependency graphs
+# stay out of our go.mod but must build against the same Kubernetes.
+pinned=() staging_only=()
+while read -r dir kind; do
+	file=${dir#.}/go.mod
+	case $kind in
+	kubernetes)
+		[[ -n $line || $dir != test/conformance ]] || write_conformance_imports
+		pin "$dir"
+		pinned+=("${file#/}") ;;
+	staging)
+		pin "$dir" staging-only
+		staging_only+=("${file#/}") ;;
+	esac
+done < <(hack/line.sh modules "${line:-$(hack/line.sh main)}")
+list() { local out=$1; shift; for f in "$@"; do out+=", $f"; done; echo "$out"; }
 if [[ -z $line ]]; then
-	pin test/scale staging-only
-	echo "pinned k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version} (go.mod, test/images/go.mod, test/conformance/go.mod; staging only in test/scale/go.mod)"
+	echo "pinned k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version} ($(list "${pinned[@]}")${staging_only[*]:+; staging only in $(list "${staging_only[@]}")})"
 else
-	echo "pinned line $line to k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version} (lines/$line: go.mod, test/images/go.mod, test/conformance/go.mod)"
+	echo "pinned line $line to k8s.io/kubernetes ${version} and ${#staging[@]} staging modules at ${staging_version} (lines/$line: $(list "${pinned[@]}"))"
 fi

@@ -34,15 +34,20 @@ done
 saved=$(mktemp -d)
 trap 'rm -rf "$saved"' EXIT
 for line in $(hack/line.sh list); do
+	prefix=lines/$line/
+	pin=(hack/pin-kubernetes.sh -line "$line" "$(hack/line.sh version "$line")")
 	if [[ $line == "$(hack/line.sh main)" ]]; then
-		files=(go.mod go.sum test/images/go.mod test/images/go.sum test/conformance/go.mod test/conformance/go.sum test/scale/go.mod test/scale/go.sum)
+		prefix=
 		pin=(hack/pin-kubernetes.sh "$(hack/line.sh version "$line")")
-	else
-		files=()
-		for d in . test/images test/conformance; do files+=("lines/$line/$d/go.mod" "lines/$line/$d/go.sum"); done
-		files=("${files[@]//\/.\//\/}")
-		pin=(hack/pin-kubernetes.sh -line "$line" "$(hack/line.sh version "$line")")
 	fi
+	files=()
+	while read -r dir kind; do
+		[[ $kind != coredns ]] || continue
+		f=$prefix$dir/go.mod
+		f=${f//\/.\//\/}
+		f=${f#./}
+		files+=("$f" "${f%.mod}.sum")
+	done < <(hack/line.sh modules "$line")
 	for f in "${files[@]}"; do mkdir -p "$saved/$(dirname "$f")" && cp "$f" "$saved/$f"; done
 	"${pin[@]}" >/dev/null
 	for f in "${files[@]}"; do
@@ -56,15 +61,19 @@ for line in $(hack/line.sh list); do
 done
 
 # Each older line compiles the tree (test/e2e aside: it exercises main's
-# APIs; lines/README.md) and its own CoreDNS module is tidy.
+# APIs; lines/README.md) and its modules that pin-kubernetes.sh does not pin
+# (CoreDNS's, lines/modules) are tidy.
 for line in $(grep -v '^#' lines/supported); do
 	flags=$(hack/line.sh goflags "$line")
 	# shellcheck disable=SC2046
 	GOFLAGS="${GOFLAGS:-} $flags" go vet $(GOFLAGS="${GOFLAGS:-} $flags" go list ./... | grep -v /test/e2e) ||
 		{ echo "verify: go vet failed on line $line" >&2; fail=1; }
-	coredns_flags=$(hack/line.sh goflags "$line" build/coredns)
-	(cd build/coredns && GOFLAGS="${GOFLAGS:-} $coredns_flags" go mod tidy -diff >/dev/null) ||
-		{ echo "verify: lines/$line/build/coredns/go.mod is not tidy (run GOFLAGS=-modfile=\$PWD/lines/$line/build/coredns/go.mod go mod tidy in build/coredns)" >&2; fail=1; }
+	while read -r dir kind; do
+		[[ $kind == coredns ]] || continue
+		mod_flags=$(hack/line.sh goflags "$line" "$dir")
+		(cd "$dir" && GOFLAGS="${GOFLAGS:-} $mod_flags" go mod tidy -diff >/dev/null) ||
+			{ echo "verify: lines/$line/$dir/go.mod is not tidy (run GOFLAGS=-modfile=\$PWD/lines/$line/$dir/go.mod go mod tidy in $dir)" >&2; fail=1; }
+	done < <(hack/line.sh modules "$line")
 done
 
 # Generated code (deepcopy, conversion, defaults, OpenAPI, protobuf) matches its sources.

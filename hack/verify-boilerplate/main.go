@@ -68,7 +68,7 @@ func isSource(path string) bool {
 	switch {
 	case strings.HasPrefix(path, "test/fuzz/"), strings.Contains(path, "/testdata/"):
 		return false
-	case base == "Makefile", path == ".ci/run", path == "lines/supported", path == "lines/preview":
+	case base == "Makefile", path == ".ci/run", path == "lines/supported", path == "lines/preview", path == "lines/modules":
 		return true
 	}
 	switch filepath.Ext(path) {
