@@ -107,8 +107,10 @@ AIRGAP ?= 1
 RELEASE_AIRGAP := $(if $(FIPS),,$(AIRGAP))
 AIRGAP_DIR := $(OUT)/airgap
 
-# Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector.
+# Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector,
+# and its --admission-control-config-file (empty for none).
 ADMISSION_PLUGINS ?=
+ADMISSION_CONFIG ?= examples/admission/admission-config.yaml
 # Extra kube-apiserver flags for `make run`, name=value separated by spaces, after
 # the ones kubeadm and local-up give, for example
 # APISERVER_ARGS=nodes-proxy-get-requires-create=true.
@@ -251,8 +253,8 @@ $(BIN)/kwok-stages.yaml: test/scale/go.mod
 	mv $@.tmp $@
 # <<< bench-scale
 
-run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images), APISERVER_ARGS='name=value ...' more kube-apiserver flags; state in _output/local.
-	$(BIN)/local-up -dir $(LOCAL_DIR) -bin $(BIN) -node-bin $(RUN_NODE_BIN) -images $(NODE_IMAGES_DIR) -admission-plugins "$(ADMISSION_PLUGINS)" -nodes $(NODES) -clean-command "$(CLEAN_LOCAL)" \
+run: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up $(if $(filter-out 0,$(NODES)),node-deps) $(if $(E2E_IMAGES),e2e-images) ## Local control plane on embedded etcd, NODES=n real nodes (root; E2E_IMAGES=1: with the e2e framework's images), ADMISSION_CONFIG= its admission configuration, APISERVER_ARGS='name=value ...' more kube-apiserver flags; state in _output/local.
+	$(BIN)/local-up -dir $(LOCAL_DIR) -bin $(BIN) -node-bin $(RUN_NODE_BIN) -images $(NODE_IMAGES_DIR) -admission-plugins "$(ADMISSION_PLUGINS)" -admission-config "$(ADMISSION_CONFIG)" -nodes $(NODES) -clean-command "$(CLEAN_LOCAL)" \
 		-port $(PORT) -controller-manager-port $(CONTROLLER_MANAGER_PORT) -scheduler-port $(SCHEDULER_PORT) \
 		$(foreach a,$(APISERVER_ARGS),-apiserver-arg '$(a)') $(if $(E2E_IMAGES),-e2e-images $(E2E_IMAGES_DIR)/e2e.tar)
 

@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,7 +25,8 @@ import (
 // first presses Ctrl-C in it, and so does the page's "## Undo" section, as
 // each page's text tells the reader to.
 //
-// What differs from a reader's run: the test is root (sudo is dropped), and
+// What differs from a reader's run: sudo is dropped (a page that uses it
+// runs only as root), and
 // the state directory and ports are the test's own, given to make through
 // its variables and to the commands in place of _output/local.
 
@@ -99,10 +101,12 @@ type taskRun struct {
 // command's start (make run may build first).
 func runTaskPage(t *testing.T, page string, ready time.Duration) *taskRun {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("%s needs root; `make test-node` runs it", page)
-	}
 	blocks := readTaskPage(t, page)
+	for _, b := range blocks {
+		if strings.Contains(b.script, "sudo ") && os.Geteuid() != 0 {
+			t.Skipf("%s needs root; `make test-node` runs it", page)
+		}
+	}
 	ports := freePorts(t, 3)
 	r := &taskRun{t: t, page: page, dir: t.TempDir(), repoRoot: filepath.Join("..", "..")}
 	r.env = append(os.Environ(), "LOCAL_DIR="+r.dir, "PORT="+ports[0], "CONTROLLER_MANAGER_PORT="+ports[1], "SCHEDULER_PORT="+ports[2])
@@ -176,8 +180,12 @@ func (r *taskRun) run(b taskBlock, script string) {
 		}
 	}
 	full := "set -euo pipefail\n" + strings.Join(r.exports, "\n") + "\n" + script
-	cmd := exec.Command("bash", "-c", full)
-	cmd.Dir, cmd.Env = r.repoRoot, r.env
+	// A reader sees a command that hangs; the test gives each block three
+	// minutes and names it, rather than wait for go test's deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", full)
+	cmd.Dir, cmd.Env, cmd.WaitDelay = r.repoRoot, r.env, 10*time.Second
 	out, err := cmd.CombinedOutput()
 	r.t.Logf("%s:%d: terminal 2:\n%s\n%s", r.page, b.line, script, out)
 	if err != nil {
@@ -216,6 +224,28 @@ func TestQuickStart(t *testing.T) {
 	logs := fmt.Sprint(r.outputs)
 	if !strings.Contains(logs, "hello from Turnstile") {
 		t.Errorf("the first pod's log is not the page's \"hello from Turnstile\":\n%s", logs)
+	}
+	if _, err := os.Stat(r.dir); !os.IsNotExist(err) {
+		t.Errorf("after the page's undo, the state directory %s is still there (%v)", r.dir, err)
+	}
+}
+
+// Enabling and configuring a controller (docs/tasks/configure-a-controller.md):
+// a file checked with --validate-only, make run with it, and a change in
+// force without a restart: a root debug container admitted, then, reloaded,
+// refused by SecurityContextDeny.
+func TestTaskConfigureAController(t *testing.T) {
+	t.Parallel() // make run on ports and a state directory of its own
+	r := runTaskPage(t, "../../docs/tasks/configure-a-controller.md", 5*time.Minute)
+	if len(r.outputs) < 4 {
+		t.Fatalf("%d terminal 2 blocks ran, want the page's 5", len(r.outputs))
+	}
+	admitted, reloaded := r.outputs[2], r.outputs[3]
+	if strings.Contains(admitted, "forbidden") {
+		t.Errorf("the first debug container was refused before the option was on:\n%s", admitted)
+	}
+	if !strings.Contains(reloaded, `ephemeral container "root": SecurityContext.RunAsUser is forbidden`) || !strings.Contains(reloaded, "refused, as configured") {
+		t.Errorf("after the reload, the debug container was not refused as the page says:\n%s", reloaded)
 	}
 	if _, err := os.Stat(r.dir); !os.IsNotExist(err) {
 		t.Errorf("after the page's undo, the state directory %s is still there (%v)", r.dir, err)

@@ -239,6 +239,9 @@ func Run(o Options) (runErr error) {
 			return startErr(err)
 		}
 	}
+	if err := waitDefaultServiceAccount(ctx, controllers[0], admin); err != nil {
+		return startErr(err)
+	}
 	if nodes != nil {
 		defer func() {
 			if err := nodes.Stop(); err != nil {
@@ -568,6 +571,16 @@ func waitLease(ctx context.Context, p *process.Process, client kubernetes.Interf
 			return fmt.Errorf("%s does not hold its lease yet", p.Name)
 		}
 		return nil
+	})
+}
+
+// waitDefaultServiceAccount waits for kube-controller-manager to create the
+// default namespace's ServiceAccount: until it has, ServiceAccount admission
+// refuses every pod there, so "ready" would be a promise kubectl run breaks.
+func waitDefaultServiceAccount(ctx context.Context, controllerManager *process.Process, client kubernetes.Interface) error {
+	return controllerManager.WaitUntil(ctx, time.Minute, func(ctx context.Context) error {
+		_, err := client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err
 	})
 }
 
