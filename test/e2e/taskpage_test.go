@@ -251,3 +251,27 @@ func TestTaskConfigureAController(t *testing.T) {
 		t.Errorf("after the page's undo, the state directory %s is still there (%v)", r.dir, err)
 	}
 }
+
+// Leaving PodSecurityPolicy (docs/tasks/leave-podsecuritypolicy.md): the
+// report, convert, verify, warn and off steps on make run, each block as
+// written: a workload's pods admitted at restricted by PodSecurityPolicy,
+// then by the replacement with PodSecurityPolicy warning and then off, and
+// a privileged workload's refused by the replacement.
+func TestTaskLeavePodSecurityPolicy(t *testing.T) {
+	t.Parallel() // make run on ports and a state directory of its own
+	r := runTaskPage(t, "../../docs/tasks/leave-podsecuritypolicy.md", 5*time.Minute)
+	if len(r.outputs) < 6 {
+		t.Fatalf("%d terminal 2 blocks ran, want the page's 7", len(r.outputs))
+	}
+	for i, want := range map[int]int{3: 2, 5: 1} {
+		if got := strings.Count(r.outputs[i], " restricted\n"); got != want {
+			t.Errorf("%d pods at restricted, want %d:\n%s", got, want, r.outputs[i])
+		}
+	}
+	if refused := r.outputs[4]; !strings.Contains(refused, "forbidden") || !strings.Contains(refused, "privileged") {
+		t.Errorf("the privileged workload's pods were not refused by the replacement:\n%s", refused)
+	}
+	if _, err := os.Stat(r.dir); !os.IsNotExist(err) {
+		t.Errorf("after the page's undo, the state directory %s is still there (%v)", r.dir, err)
+	}
+}
