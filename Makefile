@@ -185,7 +185,7 @@ release: $(BIN)/release $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) $(if $(RELEAS
 # The air-gap bundles' images (AIRGAP, above): the six besides ours are
 # built here as make tools and make node-images build them, cross-compiled
 # (pause with Debian's cross gcc), into AIRGAP_DIR/<os>-<arch>, and made
-# images by build/nodeimages -airgap; build/release adds ours and writes
+# images by cmd/nodeimages -airgap; cmd/release adds ours and writes
 # each bundle.
 AIRGAP_BINARIES := kube-controller-manager kube-scheduler kube-proxy etcd coredns pause
 .PHONY: airgap-images
@@ -290,11 +290,8 @@ $(BIN)/kube-apiserver-planted: FORCE
 $(BIN)/kubectl-psp: FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh turnstile)" -o $@ ./cmd/kubectl-psp
 
-$(BIN)/local-up $(BIN)/bench $(BIN)/conformance: FORCE
+$(addprefix $(BIN)/,local-up bench conformance image release nodeimages): FORCE
 	$(GO) build -trimpath -o $@ ./cmd/$(notdir $@)
-
-$(BIN)/image $(BIN)/release: FORCE
-	$(GO) build -trimpath -o $@ ./build/$(notdir $@)
 
 $(addprefix $(BIN)/,$(TOOLS)): FORCE
 	$(GO) build -trimpath -ldflags "$$(hack/ldflags.sh upstream)" -o $@ $(TOOL_$(notdir $@))
@@ -334,9 +331,6 @@ e2e-images: node-images control-plane-images $(addprefix $(BIN)/,$(E2E_IMAGE_BIN
 
 $(addprefix $(BIN)/,$(E2E_IMAGE_BINARIES)): FORCE
 	$(call goflags,test/images) $(GO) build -C test/images -trimpath -ldflags "-s -w" -o $(CURDIR)/$@ $(IMAGE_TOOL_$(notdir $@))
-
-$(BIN)/nodeimages: FORCE
-	$(GO) build -trimpath -o $@ ./build/nodeimages
 
 # The busybox image's /bin/sh; static, as the image has no libc.
 $(BIN)/busybox-sh: FORCE
@@ -468,14 +462,14 @@ conformance-image: e2e-images $(addprefix $(BIN)/,e2e.test ginkgo kubectl go-run
 $(BIN)/go-runner: FORCE
 	$(call goflags,test/conformance) $(GO) build -C test/conformance -trimpath -o $(CURDIR)/$@ k8s.io/kubernetes/test/conformance/image/go-runner
 
-# cosign and the publish command (build/publish's module: cosign's graph
+# cosign and the publish command (cmd/publish's module: cosign's graph
 # stays out of the apiserver's), which sign and push a release; and the
 # CNCF distribution registry (test/registry's), which make test-release
 # publishes to on loopback.
 $(BIN)/cosign: FORCE
-	$(base_goflags) $(GO) build -C build/publish -trimpath -o $(CURDIR)/$@ github.com/sigstore/cosign/v3/cmd/cosign
+	$(base_goflags) $(GO) build -C cmd/publish -trimpath -o $(CURDIR)/$@ github.com/sigstore/cosign/v3/cmd/cosign
 $(BIN)/publish: FORCE
-	$(base_goflags) $(GO) build -C build/publish -trimpath -o $(CURDIR)/$@ .
+	$(base_goflags) $(GO) build -C cmd/publish -trimpath -o $(CURDIR)/$@ .
 $(BIN)/registry: FORCE
 	$(base_goflags) $(GO) build -C test/registry -trimpath -o $(CURDIR)/$@ github.com/distribution/distribution/v3/cmd/registry
 
@@ -621,13 +615,13 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 # Apart from make test, because a cold arm64 cross-build of kube-apiserver
 # takes about 15 minutes on 2 cores.
 test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registry $(NODE_TOOLS)) $(BIN)/image ## make release for both platforms, signed with a test key, checked: checksums, SBOMs, provenance, image index, a byte-identical rebuild, arm64 under qemu; make publish to a registry on loopback, verified with cosign; the air-gap bundle imported on a real node that reaches no registry, and kubeadm init from it with both addons, nothing pulled, on each line (as root); and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
-	# build/publish's and test/registry's modules, checked here and not by
+	# cmd/publish's and test/registry's modules, checked here and not by
 	# make verify: their graphs (cosign's, the registry's) are 4 GB and a
 	# minute of downloads on a cold cache, which make test's budget has not.
-	for mod in build/publish test/registry; do \
+	for mod in cmd/publish test/registry; do \
 		(cd $$mod && $(base_goflags) $(GO) mod tidy -diff >/dev/null) || { echo "test-release: $$mod/go.mod is not tidy (run go mod tidy in $$mod)" >&2; exit 1; }; done
-	$(base_goflags) $(GO) vet -C build/publish ./...
-	$(base_goflags) $(GO) test -C build/publish -count=1 ./...
+	$(base_goflags) $(GO) vet -C cmd/publish ./...
+	$(base_goflags) $(GO) test -C cmd/publish -count=1 ./...
 	# A signing key of the test's own, in place of the operator's.
 	rm -rf $(OUT)/test-release-key && mkdir -p $(OUT)/test-release-key
 	cd $(OUT)/test-release-key && COSIGN_PASSWORD=test-release $(CURDIR)/$(BIN)/cosign generate-key-pair >/dev/null

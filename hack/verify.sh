@@ -20,7 +20,7 @@ go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
 # v1.24's PodSecurityPolicy for make bench-psp (test/psp124). build/containerd,
 # test/conformance and test/krew have no code of ours (tool lines, blank imports):
 # vetting them would compile all of containerd or every e2e package.
-# build/publish (cosign) and test/registry are make test-release's to check:
+# cmd/publish (cosign) and test/registry are make test-release's to check:
 # their graphs are 4 GB of downloads on a cold cache.
 for mod in build/coredns build/containerd test/images test/conformance test/scale test/hydrophone test/vulncheck test/krew test/psp124; do
 	if [[ $mod != build/containerd && $mod != test/conformance && $mod != test/krew ]]; then

@@ -18,7 +18,7 @@ import (
 // The images a local node needs that it would otherwise pull, by the exact
 // names the kubelet, kubeadm and upstream's e2e framework of the pinned
 // release use, so that they follow each Kubernetes line.
-// build/nodeimages builds them (make node-images).
+// cmd/nodeimages builds them (make node-images).
 //
 // The e2e framework's names come from k8s.io/kubernetes/test/utils/image,
 // which reads KUBE_TEST_REPO_LIST when it loads (and fetches it when it is
@@ -50,7 +50,7 @@ func E2EImage(id e2eimage.ImageID) string {
 	return config.GetE2EImage()
 }
 
-// NodeImage is one image of a local node, as build/nodeimages writes it.
+// NodeImage is one image of a local node, as cmd/nodeimages writes it.
 type NodeImage struct {
 	// Name is short, for messages and file names: pause, busybox, agnhost,
 	// coredns.
@@ -67,7 +67,7 @@ type NodeImage struct {
 	Tarball string
 }
 
-// NodeImages lists the images build/nodeimages builds, in the order it
+// NodeImages lists the images cmd/nodeimages builds, in the order it
 // builds them.
 func NodeImages() []NodeImage {
 	return []NodeImage{
@@ -86,7 +86,7 @@ const E2EImageArchive = "e2e.tar"
 // E2EImages are the rest of the images upstream's e2e framework runs
 // (`e2e.test --list-images`), by the names k8s.io/kubernetes/test/utils/image
 // gives them, for running its suites against local nodes: built by
-// build/nodeimages -e2e on a Debian root file system (mmdebstrap) where
+// cmd/nodeimages -e2e on a Debian root file system (mmdebstrap) where
 // upstream's are on Alpine or Debian, and imported after NodeImages, so that
 // their agnhost, which has the Debian tools the Services and DNS specs run
 // (nc -v -t, dig), replaces NodeImages' busybox-based one. Every image is in

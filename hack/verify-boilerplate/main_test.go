@@ -41,7 +41,7 @@ func TestMissing(t *testing.T) {
 		"test/fuzz/pkg/FuzzX/0123":        "go test fuzz v1\n",
 		"docs/page.md":                    "# A page\n",
 		"test/e2e/testdata/other.json":    "{}\n",
-		"build/image/testdata/notes.yaml": "a: b\n",
+		"cmd/image/testdata/notes.yaml":   "a: b\n",
 	}
 	for path, content := range files {
 		full := filepath.Join(repo, path)

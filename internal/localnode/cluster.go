@@ -49,7 +49,7 @@ type Config struct {
 	Bin string
 	// Images are image tarballs to import into every node's containerd,
 	// which the nodes' registry also serves (docker-archives, as
-	// build/nodeimages writes them), unless Offline.
+	// cmd/nodeimages writes them), unless Offline.
 	Images []string
 	// Offline has the nodes' registry serve no image: it stands in for
 	// the registries all the same and logs every request in

@@ -1,7 +1,9 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+// Package provenance writes the SLSA v1 provenance of a release's binary,
+// as an in-toto statement, from what the binary records of its build.
+package provenance
 
 import (
 	"encoding/base64"
@@ -22,11 +24,11 @@ const (
 	provenanceType = "https://slsa.dev/provenance/v1"
 )
 
-// statement is an in-toto v1 statement whose predicate is SLSA v1
+// Statement is an in-toto v1 statement whose predicate is SLSA v1
 // provenance: what `cosign attest --type slsaprovenance1` attaches to an
 // image (with the image as the subject) and what a verifier of the binary
 // alone reads.
-type statement struct {
+type Statement struct {
 	Type          string               `json:"_type"`
 	Subject       []resourceDescriptor `json:"subject"`
 	PredicateType string               `json:"predicateType"`
@@ -74,12 +76,12 @@ type resourceDescriptor struct {
 	Digest map[string]string `json:"digest,omitempty"`
 }
 
-// provenanceStatement is the SLSA v1 provenance of the binary s, whose
+// New is the SLSA v1 provenance of the binary s, whose
 // file is name with the given sha256: built from source at s.Commit by
 // `make release` (command), with the toolchain and every module it links
 // as resolved dependencies, each module with its go.sum hash as an in-toto
 // dirHash1. It has no time in it, so a rebuild writes the same bytes.
-func provenanceStatement(s *stamp.Stamp, name, sha256, source, command string) (*statement, error) {
+func New(s *stamp.Stamp, name, sha256, source, command string) (*Statement, error) {
 	source = strings.TrimSuffix(source, "/")
 	settings := map[string]string{}
 	for _, kv := range s.Settings {
@@ -109,7 +111,7 @@ func provenanceStatement(s *stamp.Stamp, name, sha256, source, command string) (
 		}
 	}
 	goBuild := strings.Join(env, " ") + " go build -trimpath -ldflags '" + settings["-ldflags"] + "' -o " + name + " ./cmd/kube-apiserver"
-	return &statement{
+	return &Statement{
 		Type:          statementType,
 		Subject:       []resourceDescriptor{{Name: name, Digest: map[string]string{"sha256": sha256}}},
 		PredicateType: provenanceType,
@@ -139,7 +141,7 @@ func dirHash1(sum string) (string, error) {
 	return hex.EncodeToString(raw), nil
 }
 
-func writeStatement(w io.Writer, st *statement) error {
+func Write(w io.Writer, st *Statement) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(st)

@@ -1,7 +1,10 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+// Package debian makes Debian root file systems and fetches Debian's
+// static busybox with mmdebstrap, for the e2e and conformance images, kept
+// between runs under a key of what mmdebstrap is asked for.
+package debian
 
 import (
 	"archive/tar"
@@ -16,11 +19,11 @@ import (
 	"time"
 )
 
-// debianTarball makes, or finds from an earlier run, the tarball mmdebstrap
+// Tarball makes, or finds from an earlier run, the tarball mmdebstrap
 // makes with args (all but the output): out/NAME-KEY.tar, KEY naming the
 // arguments. Older NAME-*.tar* files are removed.
-func debianTarball(w io.Writer, out, name string, args []string) (string, error) {
-	path := debianTarballPath(out, name, args)
+func Tarball(w io.Writer, out, name string, args []string) (string, error) {
+	path := tarballPath(out, name, args)
 	if _, err := os.Stat(path); err == nil {
 		fmt.Fprintf(w, "nodeimages: %-8s up to date  %s\n", name, path)
 		return path, nil
@@ -65,16 +68,16 @@ func debianTarball(w io.Writer, out, name string, args []string) (string, error)
 	return path, nil
 }
 
-// debianTarballPath is where debianTarball keeps what mmdebstrap makes
+// tarballPath is where Tarball keeps what mmdebstrap makes
 // with args.
-func debianTarballPath(out, name string, args []string) string {
+func tarballPath(out, name string, args []string) string {
 	key := fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(args, "\x00"))))[:16]
 	return filepath.Join(out, name+"-"+key+".tar")
 }
 
-// debianSuite is the Debian release the e2e images' root file system is
+// Suite is the Debian release the e2e images' root file system is
 // made of.
-const debianSuite = "bookworm"
+const Suite = "bookworm"
 
 // debianPackages are what the e2e images run beyond Debian's minbase, the
 // union of what upstream's images hold: agnhost's tools (bash, curl, nc,
@@ -97,9 +100,9 @@ var debianHooks = []string{
 	`ln -sf /dev/stdout "$1/var/log/nginx/access.log" && ln -sf /dev/stderr "$1/var/log/nginx/error.log"`,
 }
 
-// rootfsArgs are mmdebstrap's arguments for the e2e images' Debian root
+// RootfsArgs are mmdebstrap's arguments for the e2e images' Debian root
 // file system.
-func rootfsArgs() []string {
+func RootfsArgs() []string {
 	args := []string{"--variant=minbase", "--format=tar", "--include=" + strings.Join(debianPackages, ","),
 		// Devices come from the runtime; documentation is not run.
 		"--skip=output/dev",
@@ -108,21 +111,21 @@ func rootfsArgs() []string {
 	for _, h := range debianHooks {
 		args = append(args, "--customize-hook="+h)
 	}
-	return append(args, debianSuite)
+	return append(args, Suite)
 }
 
-// debianRootfsPath is where the e2e images' root file system is kept in out.
-func debianRootfsPath(out string) string { return debianTarballPath(out, "debian", rootfsArgs()) }
+// RootfsPath is where the e2e images' root file system is kept in out.
+func RootfsPath(out string) string { return tarballPath(out, "debian", RootfsArgs()) }
 
 // busyboxArgs fetch Debian's busybox-static from trixie: busybox 1.37, the
 // version of upstream's e2e image (busybox:1.37.0-1). Bookworm's 1.35 wget
 // crashes on -T when it cannot connect, which e2e specs run.
 var busyboxArgs = []string{"--variant=extract", "--include=busybox-static", "--format=tar", "--skip=output/dev", "trixie"}
 
-// debianBusybox is the path of Debian's static busybox 1.37, taken out of
+// Busybox is the path of Debian's static busybox 1.37, taken out of
 // busybox-static's package next to it in out.
-func debianBusybox(w io.Writer, out string) (string, error) {
-	tarball, err := debianTarball(w, out, "busybox", busyboxArgs)
+func Busybox(w io.Writer, out string) (string, error) {
+	tarball, err := Tarball(w, out, "busybox", busyboxArgs)
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +133,7 @@ func debianBusybox(w io.Writer, out string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	data, err := tarFile(tarball, "usr/bin/busybox")
+	data, err := TarFile(tarball, "usr/bin/busybox")
 	if err != nil {
 		return "", err
 	}
@@ -140,8 +143,8 @@ func debianBusybox(w io.Writer, out string) (string, error) {
 	return path, os.Rename(path+".tmp", path)
 }
 
-// tarFile is the content of the regular file at name in a tarball.
-func tarFile(tarball, name string) ([]byte, error) {
+// TarFile is the content of the regular file at name in a tarball.
+func TarFile(tarball, name string) ([]byte, error) {
 	f, err := os.Open(tarball)
 	if err != nil {
 		return nil, err

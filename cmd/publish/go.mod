@@ -1,4 +1,4 @@
-module github.com/turnstile-k8s/turnstile/build/publish
+module github.com/turnstile-k8s/turnstile/cmd/publish
 
 go 1.26.0
 

@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package images
 
 import (
 	"debug/elf"
@@ -11,18 +11,19 @@ import (
 	"strings"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/cmd/nodeimages/internal/debian"
 )
 
-// runAirGap writes, for make release's air-gap bundle of platform
+// RunAirGap writes, for make release's air-gap bundle of platform
 // (linux/arm64), every image kubeadm names for a cluster of version whose
 // imageRepository is repository (oci.AirGapImages) but the kube-apiserver,
-// which is ours and which build/release adds: one docker-archive,
+// which is ours and which cmd/release adds: one docker-archive,
 // out/<oci.AirGapArchive>.tar. bin holds the platform's
 // kube-controller-manager, kube-scheduler, kube-proxy, etcd, coredns and
 // pause; each is checked to be a static binary of the platform's
 // architecture, so that a binary of the wrong platform is refused here and
 // not found on a node.
-func runAirGap(w io.Writer, out, bin, platform, repository, version string) error {
+func RunAirGap(w io.Writer, out, bin, platform, repository, version string) error {
 	goos, arch, ok := strings.Cut(platform, "/")
 	if !ok || goos != "linux" {
 		return fmt.Errorf("-platform %q: want linux/ARCH", platform)
@@ -55,7 +56,7 @@ func runAirGap(w io.Writer, out, bin, platform, repository, version string) erro
 		case "coredns":
 			specs = append(specs, corednsSpec(img, bin, arch))
 		case "kube-proxy":
-			rootfs, err := debianTarball(w, out, "kube-proxy-"+arch, kubeProxyRootfsArgs(arch))
+			rootfs, err := debian.Tarball(w, out, "kube-proxy-"+arch, kubeProxyRootfsArgs(arch))
 			if err != nil {
 				return err
 			}
@@ -98,7 +99,7 @@ func platformBinary(path string, machine elf.Machine) error {
 func kubeProxyRootfsArgs(arch string) []string {
 	return []string{"--variant=extract", "--arch=" + arch, "--include=iptables,nftables", "--format=tar", "--skip=output/dev",
 		"--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/locale/*",
-		debianSuite}
+		debian.Suite}
 }
 
 // iptablesNFT are the commands kube-proxy runs (iptables, ip6tables and

@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package images
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/cmd/nodeimages/internal/debian"
 )
 
 // nginxSite is the nginx image's one site, as upstream's default.conf: port
@@ -30,7 +31,9 @@ const nginxSite = `server {
 // builds into -bin from test/images/go.mod's tool lines.
 var e2eBinaries = []string{"agnhost", "coredns", "nnp", "sample-apiserver", "resource-consumer", "consume-cpu", "regression-issue-74839"}
 
-func runE2E(w io.Writer, out, bin, kubernetes, busybox string) error {
+// RunE2E writes the rest of the e2e framework's images into one archive in
+// out, on a Debian root file system.
+func RunE2E(w io.Writer, out, bin, kubernetes, busybox string) error {
 	if kubernetes == "" {
 		return fmt.Errorf("-kubernetes is required: the k8s.io/kubernetes module's directory")
 	}
@@ -41,11 +44,11 @@ func runE2E(w io.Writer, out, bin, kubernetes, busybox string) error {
 	if err != nil {
 		return err
 	}
-	rootfs, err := debianTarball(w, out, "debian", rootfsArgs())
+	rootfs, err := debian.Tarball(w, out, "debian", debian.RootfsArgs())
 	if err != nil {
 		return err
 	}
-	osRelease, err := tarFile(rootfs, "usr/lib/os-release")
+	osRelease, err := debian.TarFile(rootfs, "usr/lib/os-release")
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package images
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"runtime"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/cmd/nodeimages/internal/debian"
 )
 
 // conformanceBinaries are what upstream's conformance image holds, built
@@ -30,17 +31,17 @@ var conformanceEnv = []string{
 	"KUBECONFIG=",
 }
 
-// runConformance writes upstream's conformance image of version into
+// RunConformance writes upstream's conformance image of version into
 // -out/conformance.tar, on the e2e images' Debian root file system (kept in
 // -out by make e2e-images; made here if it is not).
-func runConformance(w io.Writer, out, bin, kubernetes, version string) error {
+func RunConformance(w io.Writer, out, bin, kubernetes, version string) error {
 	if kubernetes == "" || version == "" {
 		return fmt.Errorf("-conformance needs -kubernetes (the k8s.io/kubernetes module's directory) and -kubernetes-version")
 	}
 	if err := need(bin, conformanceBinaries...); err != nil {
 		return err
 	}
-	rootfs, err := debianTarball(w, out, "debian", rootfsArgs())
+	rootfs, err := debian.Tarball(w, out, "debian", debian.RootfsArgs())
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package images
 
 import (
 	"io"
@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// runAirGap refuses what would make a bundle a node cannot run, before
+// RunAirGap refuses what would make a bundle a node cannot run, before
 // building anything: a platform it does not build, no version, and a
 // binary of another architecture or a dynamic one.
 func TestRunAirGapRefusals(t *testing.T) {
@@ -37,7 +37,7 @@ func TestRunAirGapRefusals(t *testing.T) {
 		{"linux/" + runtime.GOARCH, "", "-airgap needs -kubernetes-version"},
 		{"linux/" + other, "v1.37.2", filepath.Join(bin, "kube-controller-manager") + " is a binary for"},
 	} {
-		err := runAirGap(io.Discard, t.TempDir(), bin, tc.platform, "turnstile-k8s", tc.version)
+		err := RunAirGap(io.Discard, t.TempDir(), bin, tc.platform, "turnstile-k8s", tc.version)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %q: %v; want %q", tc.platform, tc.version, err, tc.want)
 		}

@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package assemble
 
 import (
 	"compress/gzip"
@@ -69,14 +69,14 @@ type krewFile struct {
 // are the archives': krew installs from the manifest with --archive
 // offline, checking the archive against it. The archives are reproducible:
 // fixed order, times (created) and owners, and gzip without a name or time.
-func releaseKubectlPSP(c config, version string, created time.Time, add func(name, platform string) (string, error)) error {
+func releaseKubectlPSP(c Config, version string, created time.Time, add func(name, platform string) (string, error)) error {
 	plugin := krewPlugin{
 		APIVersion: "krew.googlecontainertools.github.com/v1alpha2",
 		Kind:       "Plugin",
 		Metadata:   metav1.ObjectMeta{Name: strings.TrimSuffix(krewManifest, ".yaml")},
 		Spec: krewPluginSpec{
 			Version:          version,
-			Homepage:         c.source,
+			Homepage:         c.Source,
 			ShortDescription: "Leave PodSecurityPolicy: which level each workload meets, and what replaces the policies",
 			Description: "kubectl psp report says, for every workload, the PodSecurityPolicy that admits it, what the\n" +
 				"policy changes and the strictest Pod Security Standards level it meets; convert prints the\n" +
@@ -84,15 +84,15 @@ func releaseKubectlPSP(c config, version string, created time.Time, add func(nam
 				"and generated pods both ways and prints every disagreement. It writes nothing to the cluster.\n",
 		},
 	}
-	for _, p := range c.kubectlPSPPlatforms {
+	for _, p := range c.KubectlPSPPlatforms {
 		goos, goarch, ok := strings.Cut(p, "/")
 		if !ok || goos == "" || goarch == "" {
 			return fmt.Errorf("-kubectl-psp-platforms: %q is not os/arch", p)
 		}
 		bin := kubectlPSPBinary(goos)
-		source := filepath.Join(c.kubectlPSPDir, "kubectl-psp-"+goos+"-"+goarch)
+		source := filepath.Join(c.KubectlPSPDir, "kubectl-psp-"+goos+"-"+goarch)
 		archive := "kubectl-psp-" + goos + "-" + goarch + ".tar.gz"
-		err := writeFile(filepath.Join(c.dir, archive), func(w io.Writer) error {
+		err := writeFile(filepath.Join(c.Dir, archive), func(w io.Writer) error {
 			zw, err := gzip.NewWriterLevel(w, gzip.BestCompression)
 			if err != nil {
 				return err
@@ -111,7 +111,7 @@ func releaseKubectlPSP(c config, version string, created time.Time, add func(nam
 		}
 		plugin.Spec.Platforms = append(plugin.Spec.Platforms, krewPlatform{
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"os": goos, "arch": goarch}},
-			URI:      c.source + "/releases/download/" + url.PathEscape(version) + "/" + archive,
+			URI:      c.Source + "/releases/download/" + url.PathEscape(version) + "/" + archive,
 			Sha256:   sum,
 			Files:    []krewFile{{From: bin, To: "."}},
 			Bin:      bin,
@@ -121,7 +121,7 @@ func releaseKubectlPSP(c config, version string, created time.Time, add func(nam
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(c.dir, krewManifest), func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+	if err := writeFile(filepath.Join(c.Dir, krewManifest), func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return err
 	}
 	_, err = add(krewManifest, "")

@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package images
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ func TestConformanceImage(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	if err := runConformance(&buf, out, bin, kube, "v1.37.2"); err != nil {
+	if err := RunConformance(&buf, out, bin, kube, "v1.37.2"); err != nil {
 		t.Fatal(err)
 	}
 	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(filepath.Join(out, oci.ConformanceImageArchive)) })
@@ -103,10 +103,10 @@ func TestConformanceImage(t *testing.T) {
 	if err := os.Remove(filepath.Join(bin, "go-runner")); err != nil {
 		t.Fatal(err)
 	}
-	if err := runConformance(&buf, out, bin, kube, "v1.37.2"); err == nil || !strings.Contains(err.Error(), "go-runner") {
+	if err := RunConformance(&buf, out, bin, kube, "v1.37.2"); err == nil || !strings.Contains(err.Error(), "go-runner") {
 		t.Errorf("without go-runner: %v", err)
 	}
-	if err := runConformance(&buf, out, bin, kube, ""); err == nil || !strings.Contains(err.Error(), "-kubernetes-version") {
+	if err := RunConformance(&buf, out, bin, kube, ""); err == nil || !strings.Contains(err.Error(), "-kubernetes-version") {
 		t.Errorf("without a version: %v", err)
 	}
 }

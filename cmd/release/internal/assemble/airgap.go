@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package assemble
 
 import (
 	"fmt"
@@ -26,14 +26,14 @@ import (
 // airgap-images-<os>-<arch>.txt, one NAME@DIGEST a line, both in
 // SHA256SUMS. The kube-apiserver is apiserver, ours, under kubeadm's name
 // and under the release's tag; the other six come from the archive make
-// airgap-images built in c.airgap (build/nodeimages -airgap), each checked
+// airgap-images built in c.AirGap (cmd/nodeimages -airgap), each checked
 // to be there under kubeadm's name and for the platform.
-func releaseAirGap(c config, s *stamp.Stamp, apiserver v1.Image, tag name.Tag, created time.Time, add func(name, platform string) (string, error)) error {
-	want, err := oci.AirGapImages(c.repository, s.KubernetesVersion())
+func releaseAirGap(c Config, s *stamp.Stamp, apiserver v1.Image, tag name.Tag, created time.Time, add func(name, platform string) (string, error)) error {
+	want, err := oci.AirGapImages(c.Repository, s.KubernetesVersion())
 	if err != nil {
 		return err
 	}
-	staged := filepath.Join(c.airgap, oci.AirGapArchive(s.OS, s.Arch)+".tar")
+	staged := filepath.Join(c.AirGap, oci.AirGapArchive(s.OS, s.Arch)+".tar")
 	if _, err := os.Stat(staged); err != nil {
 		return fmt.Errorf("the air-gap bundle's images: %w (make airgap-images builds them)", err)
 	}
@@ -73,14 +73,14 @@ func releaseAirGap(c config, s *stamp.Stamp, apiserver v1.Image, tag name.Tag, c
 	images[own.String()] = apiserver
 
 	base := oci.AirGapArchive(s.OS, s.Arch)
-	digests, err := oci.WriteImagesArchive(filepath.Join(c.dir, base+".oci.tar"), created, names, images)
+	digests, err := oci.WriteImagesArchive(filepath.Join(c.Dir, base+".oci.tar"), created, names, images)
 	if err != nil {
 		return err
 	}
 	if _, err := add(base+".oci.tar", s.Platform()); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(c.dir, base+".txt"), func(w io.Writer) error {
+	if err := writeFile(filepath.Join(c.Dir, base+".txt"), func(w io.Writer) error {
 		for _, n := range names {
 			if _, err := fmt.Fprintf(w, "%s@%s\n", n, digests[n]); err != nil {
 				return err

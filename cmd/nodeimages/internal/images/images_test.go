@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package images
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
+	"github.com/turnstile-k8s/turnstile/cmd/nodeimages/internal/debian"
 )
 
 // testBusybox is a static busybox: the one make node-images fetched, or the
@@ -60,7 +61,7 @@ func TestRunSkipsUnchangedImages(t *testing.T) {
 	runOnce := func() string {
 		t.Helper()
 		var buf bytes.Buffer
-		if err := run(&buf, out, bin, kube, busybox, bash, ""); err != nil {
+		if err := Run(&buf, out, bin, kube, busybox, bash, ""); err != nil {
 			t.Fatal(err)
 		}
 		return buf.String()
@@ -116,7 +117,7 @@ func TestE2EImagesShareOneArchive(t *testing.T) {
 	fakeRootfs(t, out)
 
 	var buf bytes.Buffer
-	if err := runE2E(&buf, out, bin, kube, busybox); err != nil {
+	if err := RunE2E(&buf, out, bin, kube, busybox); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "debian   up to date") || !strings.Contains(buf.String(), "e2e      built") {
@@ -145,7 +146,7 @@ func TestE2EImagesShareOneArchive(t *testing.T) {
 		t.Errorf("%d images (want %d), %d distinct bottom layers (want 2)", len(m), len(oci.E2EImages()), len(rootfsLayers))
 	}
 	buf.Reset()
-	if err := runE2E(&buf, out, bin, kube, busybox); err != nil {
+	if err := RunE2E(&buf, out, bin, kube, busybox); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "e2e      up to date") {
@@ -154,7 +155,7 @@ func TestE2EImagesShareOneArchive(t *testing.T) {
 	if err := os.Remove(filepath.Join(bin, "nnp")); err != nil {
 		t.Fatal(err)
 	}
-	if err := runE2E(&buf, out, bin, kube, busybox); err == nil || !strings.Contains(err.Error(), "nnp") {
+	if err := RunE2E(&buf, out, bin, kube, busybox); err == nil || !strings.Contains(err.Error(), "nnp") {
 		t.Errorf("without nnp: %v", err)
 	}
 }
@@ -166,7 +167,7 @@ func fakeRootfs(t *testing.T, out string) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rootfs, err := os.Create(debianRootfsPath(out))
+	rootfs, err := os.Create(debian.RootfsPath(out))
 	if err != nil {
 		t.Fatal(err)
 	}

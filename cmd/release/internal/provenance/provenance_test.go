@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package provenance
 
 import (
 	"bytes"
@@ -43,16 +43,16 @@ func TestProvenanceStatement(t *testing.T) {
 		{Path: "example.test/local", Version: "(../local)"},
 	}
 	s.Settings = []debug.BuildSetting{{Key: "-ldflags", Value: "-s -w"}, {Key: "CGO_ENABLED", Value: "0"}, {Key: "GOOS", Value: "linux"}, {Key: "GOARCH", Value: "arm64"}}
-	st, err := provenanceStatement(s, "kube-apiserver-linux-arm64", "ab12", "https://example.test/turnstile/", "make release")
+	st, err := New(s, "kube-apiserver-linux-arm64", "ab12", "https://example.test/turnstile/", "make release")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var first, second bytes.Buffer
-	if err := writeStatement(&first, st); err != nil {
+	if err := Write(&first, st); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := provenanceStatement(s, "kube-apiserver-linux-arm64", "ab12", "https://example.test/turnstile/", "make release")
-	if err := writeStatement(&second, again); err != nil || !bytes.Equal(first.Bytes(), second.Bytes()) {
+	again, _ := New(s, "kube-apiserver-linux-arm64", "ab12", "https://example.test/turnstile/", "make release")
+	if err := Write(&second, again); err != nil || !bytes.Equal(first.Bytes(), second.Bytes()) {
 		t.Errorf("two statements of one binary differ (%v):\n%s\n%s", err, first.String(), second.String())
 	}
 	var got map[string]any
@@ -72,12 +72,12 @@ func TestProvenanceStatement(t *testing.T) {
 		`"id": "https://example.test/turnstile/blob/0123abc/Makefile#release"`,
 	} {
 		if !strings.Contains(first.String(), want) {
-			t.Errorf("the statement lacks %s:\n%s", want, first.String())
+			t.Errorf("the Statement lacks %s:\n%s", want, first.String())
 		}
 	}
 
 	s.Deps[0].Sum = "h1:AAAA"
-	if _, err := provenanceStatement(s, "kube-apiserver-linux-arm64", "ab12", "https://example.test/turnstile", "make release"); err == nil || !strings.Contains(err.Error(), "k8s.io/apiserver@v0.37.2") {
+	if _, err := New(s, "kube-apiserver-linux-arm64", "ab12", "https://example.test/turnstile", "make release"); err == nil || !strings.Contains(err.Error(), "k8s.io/apiserver@v0.37.2") {
 		t.Errorf("a module with a bad go.sum hash: %v, want an error naming it", err)
 	}
 }

@@ -4,7 +4,7 @@
 // Command image packs one static kube-apiserver into a FROM-scratch image,
 // without a Docker daemon, as a docker-archive tarball that `docker load`
 // and `ctr images import` read: `make image`, for the machine it runs on.
-// `make release` builds the multi-architecture images (build/release).
+// `make release` builds the multi-architecture images (cmd/release).
 //
 // It prints the tarball's path and the image ID.
 package main

@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package assemble
 
 import (
 	"archive/tar"
@@ -73,7 +73,7 @@ func TestReadBinaries(t *testing.T) {
 			"was built without Go's FIPS 140-3 module (GOFIPS140)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := config{dir: binaryDir(t, tc.files...), platforms: tc.platforms, ldflags: strings.ReplaceAll(ldflags, "%s", tc.tree), allowDirty: tc.dirty, fips: tc.fips}
+			c := Config{Dir: binaryDir(t, tc.files...), Platforms: tc.platforms, LDFlags: strings.ReplaceAll(ldflags, "%s", tc.tree), AllowDirty: tc.dirty, FIPS: tc.fips}
 			stamps, err := readBinaries(c)
 			switch {
 			case tc.want == "" && err != nil:
@@ -147,10 +147,10 @@ func TestChangesSince(t *testing.T) {
 // a missing binary is an error naming it.
 func TestReleaseKubectlPSP(t *testing.T) {
 	bins := binaryDir(t, "kubectl-psp-linux-amd64", "kubectl-psp-windows-arm64")
-	c := config{dir: t.TempDir(), source: "https://example.test/turnstile", kubectlPSPDir: bins, kubectlPSPPlatforms: []string{"linux/amd64", "windows/arm64"}}
+	c := Config{Dir: t.TempDir(), Source: "https://example.test/turnstile", KubectlPSPDir: bins, KubectlPSPPlatforms: []string{"linux/amd64", "windows/arm64"}}
 	sums := map[string]string{}
 	add := func(name, _ string) (string, error) {
-		sum, err := oci.FileSHA256(filepath.Join(c.dir, name))
+		sum, err := oci.FileSHA256(filepath.Join(c.Dir, name))
 		sums[name] = sum
 		return sum, err
 	}
@@ -158,7 +158,7 @@ func TestReleaseKubectlPSP(t *testing.T) {
 	if err := releaseKubectlPSP(c, "v1.37.2+turnstile.1", created, add); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(c.dir, krewManifest))
+	data, err := os.ReadFile(filepath.Join(c.Dir, krewManifest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestReleaseKubectlPSP(t *testing.T) {
 		if p.Sha256 != sums[want.archive] || p.Bin != want.bin || p.URI != "https://example.test/turnstile/releases/download/v1.37.2+turnstile.1/"+want.archive {
 			t.Errorf("platform %d: %+v, want %s (%s) holding %s", i, p, want.archive, sums[want.archive], want.bin)
 		}
-		f, err := os.Open(filepath.Join(c.dir, want.archive))
+		f, err := os.Open(filepath.Join(c.Dir, want.archive))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestReleaseKubectlPSP(t *testing.T) {
 		f.Close()
 	}
 
-	c.kubectlPSPPlatforms = []string{"darwin/arm64"}
+	c.KubectlPSPPlatforms = []string{"darwin/arm64"}
 	if err := releaseKubectlPSP(c, "v1.37.2+turnstile.1", created, add); err == nil || !strings.Contains(err.Error(), "kubectl-psp-darwin-arm64") {
 		t.Errorf("a missing binary: %v", err)
 	}
