@@ -21,7 +21,7 @@ import (
 )
 
 // scaleCluster is one side's control plane for the scale benchmark: etcd
-// and kube-apiserver (startServer), kube-controller-manager and
+// and kube-apiserver (measure.Start), kube-controller-manager and
 // kube-scheduler as a kubeadm cluster runs them (their own identities, the
 // controllers with service account credentials), and kwok, which plays
 // the kubelets of the fake nodes.

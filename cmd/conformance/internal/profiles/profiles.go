@@ -30,7 +30,7 @@ type Profile struct {
 	// PodSecurityPolicy is on (comma-separated files or directories).
 	Policies string
 	// ImagePolicy starts the run's ImagePolicyWebhook backend
-	// (imagepolicy.go), whose AdmissionConfiguration then replaces
+	// (package suite's imagepolicy.go), whose AdmissionConfiguration then replaces
 	// AdmissionConfig.
 	ImagePolicy bool
 }
