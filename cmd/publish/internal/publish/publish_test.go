@@ -1,7 +1,7 @@
 // Copyright 2026 The Turnstile Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package publish
 
 import (
 	"archive/tar"
@@ -111,10 +111,10 @@ func TestUntarRefusesEscapes(t *testing.T) {
 
 func TestRunRefusesNoRegistry(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(config{dir: t.TempDir()}, &out, &out); err == nil || !strings.Contains(err.Error(), "make publish REGISTRY=") {
+	if err := Run(Config{Dir: t.TempDir()}, &out, &out); err == nil || !strings.Contains(err.Error(), "make publish REGISTRY=") {
 		t.Errorf("run without a registry: %v, want an error naming REGISTRY", err)
 	}
-	if err := run(config{dir: t.TempDir(), registry: "Not A Registry"}, &out, &out); err == nil || !strings.Contains(err.Error(), `-registry "Not A Registry"`) {
+	if err := Run(Config{Dir: t.TempDir(), Registry: "Not A Registry"}, &out, &out); err == nil || !strings.Contains(err.Error(), `-registry "Not A Registry"`) {
 		t.Errorf("run with a bad registry: %v, want an error naming it", err)
 	}
 }
