@@ -213,7 +213,7 @@ func (s *Snapshot) validateEntries(config *apiserver.AdmissionConfiguration, plu
 		}
 		first[entry.Name] = i
 
-		hasInline := entry.Configuration != nil && len(bytes.TrimSpace(entry.Configuration.Raw)) != 0 && string(bytes.TrimSpace(entry.Configuration.Raw)) != "null"
+		hasInline := inline(entry)
 		var (
 			source string
 			data   []byte

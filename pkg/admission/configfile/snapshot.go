@@ -104,17 +104,33 @@ func (s *Snapshot) entryFile(p string) (resolved string, data []byte, err error)
 // Digest is one hash over every file of the snapshot, and the errors of
 // those that could not be read, so that a repaired file is a change too.
 func (s *Snapshot) Digest() []byte {
-	h := sha256.New()
-	for _, p := range sortedKeys(s.files) {
-		c := s.files[p]
-		data := c.data
+	contents := make(map[string][]byte, len(s.files))
+	for p, c := range s.files {
+		contents[p] = c.data
 		if c.err != nil {
-			data = []byte("error: " + c.err.Error())
+			contents[p] = []byte("error: " + c.err.Error())
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00", p, len(data))
-		h.Write(data)
+	}
+	return Digest(contents)
+}
+
+// Digest is one hash over named contents, in the names' order.
+func Digest(contents map[string][]byte) []byte {
+	h := sha256.New()
+	for _, name := range sortedKeys(contents) {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(contents[name]))
+		h.Write(contents[name])
 	}
 	return h.Sum(nil)
+}
+
+// inline reports an entry that gives its configuration inline.
+func inline(e apiserver.AdmissionPluginConfiguration) bool {
+	if e.Configuration == nil {
+		return false
+	}
+	raw := bytes.TrimSpace(e.Configuration.Raw)
+	return len(raw) != 0 && string(raw) != "null"
 }
 
 // PluginConfigs returns the configuration each of plugins gets, exactly
@@ -180,7 +196,7 @@ func (s *Snapshot) EntrySources() map[string]string {
 		switch {
 		case e.Path != "":
 			sources[e.Name] = "path " + s.paths[e.Path]
-		case e.Configuration != nil && len(bytes.TrimSpace(e.Configuration.Raw)) > 0 && string(e.Configuration.Raw) != "null":
+		case inline(e):
 			sources[e.Name] = "inline"
 		}
 	}

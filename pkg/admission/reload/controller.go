@@ -6,11 +6,9 @@ package reload
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
@@ -198,22 +196,7 @@ func (c *Controller) Status() Status {
 	return Status{File: c.File, Hash: c.hash, Configs: c.inForce, Sources: c.sources, LastReload: c.lastTime, LastError: c.lastErr}
 }
 
-// digest is one hash over the sources, in a fixed order.
-func digest(sources map[string][]byte) []byte {
-	h := sha256.New()
-	paths := make([]string, 0, len(sources))
-	for p := range sources {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	for _, p := range paths {
-		fmt.Fprintf(h, "%s\x00%d\x00", p, len(sources[p]))
-		h.Write(sources[p])
-	}
-	return h.Sum(nil)
-}
-
 // configHash is the sha256 of the plugins' configurations.
 func configHash(configs map[string][]byte) string {
-	return fmt.Sprintf("sha256:%x", digest(configs))
+	return fmt.Sprintf("sha256:%x", configfile.Digest(configs))
 }
