@@ -77,14 +77,10 @@ func NewAuthorizer(authz authorizer.Authorizer) Authorizer {
 	return Authorizer{authz: authz, resolver: resolver}
 }
 
-// Set and Delete put a policy in the policy cache, or take it out, as the
-// informer's events do; kubectl psp and tests load the policies they read
-// with Set. A policy the engine cannot apply is skipped, as v1.24 skipped
-// it, and logged.
+// Set puts a policy in the policy cache, as the informer's events do;
+// kubectl psp and tests load the policies they read with it. A policy the
+// engine cannot apply is skipped, as v1.24 skipped it, and logged.
 func (e *Engine) Set(psp *policy.PodSecurityPolicy) { e.policies.set(psp) }
-
-// Delete takes the named policy out of the policy cache.
-func (e *Engine) Delete(name string) { e.policies.delete(name) }
 
 // Policies names the policies the engine applies, in the order it tries
 // them.
