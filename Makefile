@@ -723,12 +723,12 @@ test-mutation: build $(addprefix $(BIN)/,$(E2E_TOOLS)) ## Each plugin's e2e test
 DOC_BINARIES := kube-apiserver local-up conformance bench image release nodeimages
 verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) vulncheck ## gofmt, go vet, go.mod as pin-kubernetes.sh writes it, generated code up to date, an e2e coverage row for every plugin, no binary or file over 2 MiB in git; the docs' links, anchors, make targets, flags and facts; every example through --validate-only; make vulncheck.
 	hack/verify.sh
-	$(GO) run ./hack/verify-docs -bin $(BIN)
-	$(GO) run ./hack/verify-examples -bin $(BIN)
+	$(GO) run ./cmd/verify-docs -bin $(BIN)
+	$(GO) run ./cmd/verify-examples -bin $(BIN)
 	$(call tier_done,verify)
 
 update-docs: ## Write docs/reference/components.md from the go.mod files and build/oci (make verify checks it; make bump runs this).
-	$(GO) run ./hack/verify-docs -write
+	$(GO) run ./cmd/verify-docs -write
 
 clean: ## Remove _output.
 	rm -rf _output

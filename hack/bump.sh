@@ -211,7 +211,7 @@ else
 fi
 [[ $mode == line-patch ]] || sed -i "s|k8s.io/kubernetes $old)|k8s.io/kubernetes $version)|" lines/README.md
 # The component versions' page is written from the go.mod files just moved.
-go run ./hack/verify-docs -write
+go run ./cmd/verify-docs -write
 if [[ $mode == main-minor ]]; then
 	# $main is an older line now: go.mod names $line main's.
 	files=$(gomods "$main" | sed 's/.*/`&`/' | paste -sd, - | sed 's/,/, /g')

@@ -649,7 +649,7 @@ func TestExamples(t *testing.T) {
 		}
 	}
 	// examples/admission's per-plugin files go through kube-apiserver
-	// --validate-only in make verify (hack/verify-examples).
+	// --validate-only in make verify (cmd/verify-examples).
 }
 
 func TestEnabledPlugins(t *testing.T) {

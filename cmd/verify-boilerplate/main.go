@@ -10,7 +10,7 @@
 // scripts, the Makefile, the protobuf definitions, and the YAML under
 // examples/, hack/ and cmd/ that users copy or the programs read; test data and fuzz corpora are
 // inputs, not source. The files are git's, tracked or new; upstream's
-// hack/verify-boilerplate is the model.
+// cmd/verify-boilerplate is the model.
 package main
 
 import (

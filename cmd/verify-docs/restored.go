@@ -21,7 +21,7 @@ import (
 // there and not here fails make verify, naming the file and the plugin.
 // (The Go lists derive from restored.Plugins or are checked by their
 // package's tests; the e2e rows and the Makefile's LINE_E2E by
-// hack/verify-e2e-coverage.)
+// cmd/verify-e2e-coverage.)
 const (
 	readmeFile          = "README.md"
 	productFile         = "cmd/conformance/PRODUCT.yaml"
