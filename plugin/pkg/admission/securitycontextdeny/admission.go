@@ -16,6 +16,7 @@ import (
 	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/klog/v2"
 	api "k8s.io/kubernetes/pkg/apis/core"
@@ -94,13 +95,30 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 	if !ok {
 		return apierrors.NewBadRequest("Resource was marked with kind Pod but was unable to be converted")
 	}
-	if err := p.check(pod, ephemeralOnly); err != nil {
+	if err := p.check(pod, existingEphemeral(a.GetOldObject()), ephemeralOnly); err != nil {
 		return apierrors.NewForbidden(a.GetResource().GroupResource(), pod.Name, err)
 	}
 	return nil
 }
 
-func (p *Plugin) check(pod *api.Pod, ephemeralOnly bool) error {
+// existingEphemeral names the ephemeral containers the pod had before an
+// update. They cannot change or go once added, and were judged when they
+// came (or came before coverEphemeralContainers was on): judging them again
+// would refuse every later debug container, and every update of the pod,
+// for a container nobody is adding.
+func existingEphemeral(old runtime.Object) map[string]bool {
+	pod, ok := old.(*api.Pod)
+	if !ok {
+		return nil
+	}
+	names := make(map[string]bool, len(pod.Spec.EphemeralContainers))
+	for i := range pod.Spec.EphemeralContainers {
+		names[pod.Spec.EphemeralContainers[i].Name] = true
+	}
+	return names
+}
+
+func (p *Plugin) check(pod *api.Pod, existing map[string]bool, ephemeralOnly bool) error {
 	if !ephemeralOnly {
 		if sc := pod.Spec.SecurityContext; sc != nil {
 			switch {
@@ -127,6 +145,9 @@ func (p *Plugin) check(pod *api.Pod, ephemeralOnly bool) error {
 	}
 	if p.coverEphemeralContainers {
 		for i := range pod.Spec.EphemeralContainers {
+			if existing[pod.Spec.EphemeralContainers[i].Name] {
+				continue
+			}
 			if err := checkContainer(pod.Spec.EphemeralContainers[i].SecurityContext); err != nil {
 				return fmt.Errorf("ephemeral container %q: %w", pod.Spec.EphemeralContainers[i].Name, err)
 			}

@@ -42,7 +42,11 @@ func pod(podSC *api.PodSecurityContext, containerSC *api.SecurityContext) *api.P
 }
 
 func attrs(obj runtime.Object, resource, subresource string, op admission.Operation) admission.Attributes {
-	return admission.NewAttributesRecord(obj, nil, api.Kind("Pod").WithVersion("version"), "ns", "p",
+	return update(obj, nil, resource, subresource, op)
+}
+
+func update(obj, old runtime.Object, resource, subresource string, op admission.Operation) admission.Attributes {
+	return admission.NewAttributesRecord(obj, old, api.Kind("Pod").WithVersion("version"), "ns", "p",
 		api.Resource(resource).WithVersion("version"), subresource, op, nil, false, nil)
 }
 
@@ -184,6 +188,49 @@ func TestCoverEphemeralContainers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkErr(t, cover.Validate(context.Background(), attrs(tt.pod, "pods", tt.subresource, admission.Update), nil), tt.wantErr)
+		})
+	}
+}
+
+// An ephemeral container the pod already has was judged when it came, or
+// came before coverEphemeralContainers was on: only the containers an
+// update adds are judged, so a root debug container admitted earlier does
+// not refuse the next, compliant one, or a label change.
+func TestCoverEphemeralContainersJudgesOnlyNewOnes(t *testing.T) {
+	cover := New(v1alpha1.SecurityContextDenyConfiguration{CoverEphemeralContainers: true})
+	debugged := func(containers ...api.EphemeralContainer) *api.Pod {
+		p := pod(nil, nil)
+		p.Spec.EphemeralContainers = containers
+		return p
+	}
+	ephemeral := func(name string, runAsUser *int64) api.EphemeralContainer {
+		return api.EphemeralContainer{EphemeralContainerCommon: api.EphemeralContainerCommon{
+			Name: name, Image: "busybox", SecurityContext: &api.SecurityContext{RunAsUser: runAsUser}}}
+	}
+	root, plain, root2 := ephemeral("root", ptr.To[int64](0)), ephemeral("plain", nil), ephemeral("root-2", ptr.To[int64](0))
+	labelled := debugged(root)
+	labelled.Labels = map[string]string{"team": "a"}
+	tests := []struct {
+		name        string
+		old, pod    *api.Pod
+		subresource string
+		wantErr     string
+	}{
+		{name: "a compliant one beside a root one admitted earlier", old: debugged(root), pod: debugged(root, plain),
+			subresource: "ephemeralcontainers"},
+		{name: "a second root one", old: debugged(root), pod: debugged(root, root2), subresource: "ephemeralcontainers",
+			wantErr: `ephemeral container "root-2": SecurityContext.RunAsUser is forbidden`},
+		{name: "a label change of a pod with a root one", old: debugged(root), pod: labelled},
+		{name: "no old object: every one is judged", pod: debugged(root, plain), subresource: "ephemeralcontainers",
+			wantErr: `ephemeral container "root": SecurityContext.RunAsUser is forbidden`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var old runtime.Object
+			if tt.old != nil {
+				old = tt.old
+			}
+			checkErr(t, cover.Validate(context.Background(), update(tt.pod, old, "pods", tt.subresource, admission.Update), nil), tt.wantErr)
 		})
 	}
 }

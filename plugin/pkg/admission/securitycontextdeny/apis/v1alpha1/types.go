@@ -23,6 +23,7 @@ type SecurityContextDenyConfiguration struct {
 	// ephemeralContainers too, both in the pod spec and when they are added
 	// through the pods/ephemeralcontainers subresource. Upstream never
 	// checked them, so `kubectl debug` could run a container as any user
-	// (the CVE-2023-2727 class of bypass).
+	// (the CVE-2023-2727 class of bypass). Only the ephemeral containers a
+	// request adds are judged; those the pod has already are not.
 	CoverEphemeralContainers bool `json:"coverEphemeralContainers,omitempty"`
 }
