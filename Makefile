@@ -199,7 +199,7 @@ airgap-images: $(BIN)/nodeimages
 			-kubernetes-version $$(hack/line.sh version $(LINE)) || exit 1; \
 	done
 
-publish: $(BIN)/publish $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) ## REGISTRY=host:port/path: push make release's image index and platform images by digest and print the digests; RELEASE_SIGNING_KEY=cosign.key: sign them and attest each platform's SLSA provenance and SPDX SBOM, offline.
+publish: $(BIN)/publish $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) ## REGISTRY=host:port/path: push make release's image index and platform images, and every image of its air-gap bundles under kubeadm's names, by digest, and print the digests; RELEASE_SIGNING_KEY=cosign.key: sign them all and attest each platform's SLSA provenance and SPDX SBOM, offline.
 	@if [[ -z "$(REGISTRY)" ]]; then echo "publish: REGISTRY is empty: make publish REGISTRY=host:port/path" >&2; exit 1; fi
 	$(BIN)/publish -dir $(RELEASE_DIR) -registry $(REGISTRY) -cosign $(BIN)/cosign $(if $(RELEASE_SIGNING_KEY),-key $(RELEASE_SIGNING_KEY))
 

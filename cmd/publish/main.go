@@ -10,9 +10,13 @@
 //     the release's OCI layout (kube-apiserver-<tag>.oci.tar) as
 //     <registry>/kube-apiserver:<tag>, with go-containerregistry (no
 //     Docker), and prints every digest;
-//   - with -key, it signs the index and each platform image with cosign
-//     and attaches, as signed in-toto attestations, each platform's SLSA
-//     v1 provenance and SPDX SBOM to its image and to the index (so that
+//   - it pushes every other image of the release's air-gap bundles where
+//     kubeadm --image-repository <registry> pulls it, <registry>/<name>:<tag>:
+//     each platform's image by the digest the bundle's image list names,
+//     and an index of the platforms under the tag;
+//   - with -key, it signs every image and index it pushed with cosign and
+//     attaches, as signed in-toto attestations, the kube-apiserver's SLSA
+//     v1 provenance and SPDX SBOM, each platform's to its image and to the index (so that
 //     `cosign verify-attestation` on the tag finds them). No transparency
 //     log and no signing configuration are asked for: the key is the
 //     operator's, and a registry that reaches nothing else can hold it all.

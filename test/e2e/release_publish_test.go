@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	kubeversion "k8s.io/component-base/version"
+
 	"github.com/turnstile-k8s/turnstile/internal/process"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
@@ -28,9 +30,11 @@ import (
 // module), signed and attested with the key make test-release made for
 // make release (TURNSTILE_RELEASE_SIGNING_KEY, its password in
 // COSIGN_PASSWORD), and the real cosign, with the public key alone and no
-// network, verifies the images, the attestations and SHA256SUMS; then
-// fails them after a byte of the image, of SHA256SUMS or of its signature
-// changes, and under another key.
+// network, verifies the images (the air-gap bundles' too, under kubeadm's
+// names), the attestations and SHA256SUMS, and so do the commands of
+// docs/tasks/verify-a-release.md; then cosign fails them after a byte of
+// the image, of SHA256SUMS or of its signature changes, and under another
+// key.
 func TestReleasePublish(t *testing.T) {
 	key := os.Getenv("TURNSTILE_RELEASE_SIGNING_KEY")
 	if key == "" {
@@ -83,7 +87,7 @@ func TestReleasePublish(t *testing.T) {
 
 	registry, requests := startRegistry(t)
 	repo := registry + "/turnstile"
-	digests := publish(t, repo, dir, key)
+	digests, bundled := publishAll(t, repo, dir, key)
 	if len(digests) != len(releasePlatforms)+1 {
 		t.Fatalf("make publish printed %d digests, want the index's and one per platform (%v): %v", len(digests), releasePlatforms, digests)
 	}
@@ -131,6 +135,73 @@ func TestReleasePublish(t *testing.T) {
 			if sbom := attestedStatement(t, out, "https://spdx.dev/Document"); !strings.Contains(sbom, "k8s.io/kubernetes") {
 				t.Errorf("%s: the SBOM attested lists no k8s.io/kubernetes:\n%s", ref, sbom)
 			}
+		}
+	})
+
+	// Every image of each air-gap bundle, under kubeadm's name in the
+	// registry (what kubeadm --image-repository <repo> pulls) and by the
+	// digest the bundle's signed image list names, is signed; and under its
+	// tag is an index of the platforms, signed too.
+	t.Run("every image of the air-gap bundles is pushed and signed", func(t *testing.T) {
+		if !releaseAirGap {
+			t.Skip("the release has no air-gap bundles (AIRGAP=)")
+		}
+		tags := map[string]bool{}
+		for _, p := range releasePlatforms {
+			list := filepath.Join(dir, "airgap-images-"+strings.ReplaceAll(p, "/", "-")+".txt")
+			for _, line := range strings.Fields(readFile(t, list)) {
+				named, digest, ok := strings.Cut(line, "@")
+				if !ok {
+					t.Fatalf("%s: %q is not NAME:TAG@DIGEST", list, line)
+				}
+				image := named[strings.LastIndex(named, "/")+1:]
+				ref := repo + "/" + image[:strings.Index(image, ":")] + "@" + digest
+				if image == "kube-apiserver:"+strings.ReplaceAll(version, "+", "_") {
+					// The release's own tag: the release's index, verified above.
+					if digests[p] != ref {
+						t.Errorf("%s names %s, make publish pushed the release's %s image as %s", list, line, p, digests[p])
+					}
+					continue
+				}
+				if bundled[image+" "+p] != ref {
+					t.Errorf("%s names %s: make publish printed %q for %s %s, want %s", list, line, bundled[image+" "+p], image, p, ref)
+				}
+				if out, err := cosign(append([]string{"verify"}, append(offline, ref)...)...); err != nil {
+					t.Errorf("cosign verify %s (%s, %s): %v\n%s", ref, image, p, err, out)
+				}
+				tags[image] = true
+			}
+		}
+		if len(tags) != 7 {
+			t.Errorf("the bundles' lists name %d images besides the release's own tag, want kubeadm's 7: %v", len(tags), tags)
+		}
+		for image := range tags {
+			tagged := repo + "/" + image
+			if out, err := cosign(append([]string{"verify"}, append(offline, tagged)...)...); err != nil {
+				t.Errorf("cosign verify %s (the index of its platforms): %v\n%s", tagged, err, out)
+			}
+			if bundled[image+" index"] == "" {
+				t.Errorf("make publish printed no index for %s", image)
+			}
+		}
+	})
+
+	// docs/tasks/verify-a-release.md, as written, with this test's key,
+	// release and registry in place of the reader's.
+	t.Run("the task page verifies the release", func(t *testing.T) {
+		if !releaseAirGap {
+			t.Skip("docs/tasks/verify-a-release.md verifies an air-gap bundle's images; the release has none (AIRGAP=)")
+		}
+		pageTag := kubeversion.Get().GitVersion + "_turnstile.1" // what the page names
+		r := runTaskPage(t, "../../docs/tasks/verify-a-release.md", time.Minute, taskOptions{
+			replace: map[string]string{
+				"$PWD/cosign.pub": pub, "$PWD/_output/release": dir, "registry.example.com/turnstile": repo,
+				pageTag: strings.ReplaceAll(version, "+", "_"),
+			},
+			env: []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"), "HOME=" + home, "SIGSTORE_NO_CACHE=1"},
+		})
+		if out := strings.Join(r.outputs, ""); !strings.Contains(out, "every file is as SHA256SUMS lists it") || !strings.Contains(out, "is signed") {
+			t.Errorf("the page's commands did not say every file and image checked out:\n%s", out)
 		}
 	})
 
@@ -187,9 +258,19 @@ func TestReleasePublish(t *testing.T) {
 }
 
 // publish runs make publish of the release in dir to repo, signed with
-// key, and returns the digests it printed ("<repo>/kube-apiserver@sha256:...
-// <what>" lines) by what they are: "index", or a platform.
+// key, and returns the digests it printed of the release's image
+// ("<repo>/kube-apiserver@sha256:... <what>" lines) by what they are:
+// "index", or a platform. The air-gap bundles' lines ("... bundle <what>")
+// are bundled's.
 func publish(t *testing.T, repo, dir, key string) map[string]string {
+	digests, _ := publishAll(t, repo, dir, key)
+	return digests
+}
+
+// publishAll is publish, and the digests make publish printed of the
+// air-gap bundles' images, by what it says they are ("kube-proxy:v1.37.2
+// linux/arm64", "kube-proxy:v1.37.2 index").
+func publishAll(t *testing.T, repo, dir, key string) (release, bundled map[string]string) {
 	t.Helper()
 	cmd := exec.Command("make", "-C", "../..", "--no-print-directory", "publish", "REGISTRY="+repo, "RELEASE_DIR="+dir, "RELEASE_SIGNING_KEY="+key)
 	var stdout, stderr bytes.Buffer
@@ -197,18 +278,25 @@ func publish(t *testing.T, repo, dir, key string) map[string]string {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("make publish RELEASE_DIR=%s: %v\n%s%s", dir, err, stdout.String(), stderr.String())
 	}
-	digests := map[string]string{}
+	release, bundled = map[string]string{}, map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
 		ref, what, ok := strings.Cut(line, "\t")
 		if !ok || !strings.Contains(ref, "@sha256:") {
 			continue
 		}
+		if image, ok := strings.CutPrefix(what, "bundle "); ok {
+			if i := strings.Index(image, " index "); i >= 0 {
+				image = image[:i] + " index"
+			}
+			bundled[image] = ref
+			continue
+		}
 		if strings.HasPrefix(what, "index ") {
 			what = "index"
 		}
-		digests[what] = ref
+		release[what] = ref
 	}
-	return digests
+	return release, bundled
 }
 
 // startRegistry runs the CNCF distribution registry on a free loopback

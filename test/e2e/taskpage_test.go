@@ -28,7 +28,16 @@ import (
 // What differs from a reader's run: sudo is dropped (a page that uses it
 // runs only as root), and
 // the state directory and ports are the test's own, given to make through
-// its variables and to the commands in place of _output/local.
+// its variables and to the commands in place of _output/local. A test may
+// put its own in place of more of the page's words (a registry, a key) and
+// add to the commands' environment (taskOptions).
+
+// taskOptions is what a test puts in place of a page's words, and adds to
+// its commands' environment.
+type taskOptions struct {
+	replace map[string]string // each key, wherever the page has it, by its value
+	env     []string          // NAME=value, over the test's own environment
+}
 
 // taskBlock is one shell block of a task page.
 type taskBlock struct {
@@ -99,7 +108,7 @@ type taskRun struct {
 
 // runTaskPage runs every block of page; ready bounds each terminal 1
 // command's start (make run may build first).
-func runTaskPage(t *testing.T, page string, ready time.Duration) *taskRun {
+func runTaskPage(t *testing.T, page string, ready time.Duration, opts ...taskOptions) *taskRun {
 	t.Helper()
 	blocks := readTaskPage(t, page)
 	for _, b := range blocks {
@@ -110,11 +119,19 @@ func runTaskPage(t *testing.T, page string, ready time.Duration) *taskRun {
 	ports := freePorts(t, 3)
 	r := &taskRun{t: t, page: page, dir: t.TempDir(), repoRoot: filepath.Join("..", "..")}
 	r.env = append(os.Environ(), "LOCAL_DIR="+r.dir, "PORT="+ports[0], "CONTROLLER_MANAGER_PORT="+ports[1], "SCHEDULER_PORT="+ports[2])
+	for _, o := range opts {
+		r.env = append(r.env, o.env...)
+	}
 	undone := false
 	for _, b := range blocks {
 		undone = undone || b.undo
 		script := strings.ReplaceAll(b.script, "sudo ", "")
 		script = strings.ReplaceAll(strings.ReplaceAll(script, "$PWD/_output/local", r.dir), "_output/local", r.dir)
+		for _, o := range opts {
+			for word, by := range o.replace {
+				script = strings.ReplaceAll(script, word, by)
+			}
+		}
 		if b.undo {
 			r.stop(b)
 		}

@@ -92,11 +92,32 @@ func Run(c Config, out, progress io.Writer) error {
 		fmt.Fprintf(out, "%s\t%s\n", img.ref, what)
 	}
 
+	bundled, err := pushBundles(c, sums, tag, out, progress)
+	if err != nil {
+		return err
+	}
+
 	if c.Key == "" {
 		fmt.Fprintf(progress, "publish: not signed: no -key (make publish RELEASE_SIGNING_KEY=cosign.key)\n")
 		return nil
 	}
-	return signAndAttest(c, images, sums)
+	if err := signAndAttest(c, images, sums); err != nil {
+		return err
+	}
+	// The bundles' other images have no provenance or SBOM of ours to
+	// attest: each is signed, by digest.
+	for _, img := range bundled {
+		if err := cosign(c.Cosign, append(append([]string{"sign"}, offlineSigning(c.Key)...), img.ref.String())...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// offlineSigning is cosign's signing flags with key and nothing asked of
+// a transparency log or a signing configuration.
+func offlineSigning(key string) []string {
+	return []string{"--key", key, "--tlog-upload=false", "--use-signing-config=false", "--yes"}
 }
 
 // reportProgress prints how much of the push is done at most once per
@@ -142,7 +163,7 @@ func digests(repo name.Repository, index v1.ImageIndex) ([]published, error) {
 // signAndAttest signs every image and attests each platform's provenance
 // and SBOM to its image and to the index.
 func signAndAttest(c Config, images []published, files []string) error {
-	offline := []string{"--key", c.Key, "--tlog-upload=false", "--use-signing-config=false", "--yes"}
+	offline := offlineSigning(c.Key)
 	predicates, err := os.MkdirTemp("", "publish-predicates-")
 	if err != nil {
 		return err
