@@ -6,6 +6,7 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
+## GO: The go command that builds and tests everything.
 GO  ?= go
 # Go 1.27.3 builds and tests everything (the go command fetches it from the
 # module proxy once, as any module). Under Go 1.26.8, this machine's, make
@@ -32,6 +33,7 @@ BASE_GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 # same tree with its own go.mod files (-modfile) and build tags, into
 # _output/lines/1.Y/ instead of _output/.
 MAIN_LINE := $(shell hack/line.sh main)
+## LINE: The Kubernetes line to build and test: main's by default, or 1.Y, an older one of lines/supported, into _output/lines/1.Y/ (lines/README.md).
 LINE ?= $(MAIN_LINE)
 ifeq ($(LINE),$(MAIN_LINE))
 OUT := _output
@@ -72,15 +74,18 @@ LOCAL_TOOLS := kube-controller-manager kube-scheduler kubectl
 E2E_TOOLS := etcd kube-apiserver-upstream kubeadm $(LOCAL_TOOLS)
 
 # Where `make image` and `make release` say the image lives, as kubeadm's imageRepository.
+## IMAGE_REPOSITORY: Where `make image` and `make release` say the images live, as kubeadm's imageRepository.
 IMAGE_REPOSITORY ?= turnstile-k8s
 # What `make release` builds, and where it writes. ALLOW_DIRTY=1 releases an
 # uncommitted tree (not reproducible; the e2e tests do it).
+## PLATFORMS: The platforms `make release` builds the kube-apiserver, its images and the air-gap bundles for.
 PLATFORMS   ?= linux/amd64 linux/arm64
 # What make test-e2e releases and checks: this machine's platform only.
 TEST_PLATFORMS := linux/$(shell $(GO) env GOARCH)
 # FIPS=1 builds the release with Go's FIPS 140-3 module (GOFIPS140=certified,
 # the module version the toolchain names certified), into _output/release-fips,
 # every name and the version saying fips.
+## FIPS: 1: `make release` builds with Go's FIPS 140-3 module, into _output/release-fips.
 FIPS        ?=
 ifneq ($(filter-out 1,$(FIPS)),)
 $(error FIPS=$(FIPS): want FIPS=1, or nothing)
@@ -88,42 +93,57 @@ endif
 FIPS_SUFFIX := $(if $(FIPS),-fips)
 # The desktops make release builds kubectl-psp for, archived with a krew
 # manifest (none in a FIPS release, which is the server's).
+## KUBECTL_PSP_PLATFORMS: The desktops `make release` builds kubectl-psp for, with its krew manifest (none with FIPS=1).
 KUBECTL_PSP_PLATFORMS ?= $(if $(FIPS),,linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64)
+## RELEASE_DIR: Where `make release` writes the release, and `make publish` reads it.
 RELEASE_DIR ?= $(OUT)/release$(FIPS_SUFFIX)
+## ALLOW_DIRTY: 1: `make release` releases a tree with uncommitted changes, which its commit cannot rebuild.
 ALLOW_DIRTY ?=
 # The cosign private key (cosign generate-key-pair; its password in
 # COSIGN_PASSWORD) that make release signs SHA256SUMS with and make publish
 # signs and attests the images with; none: unsigned.
+## RELEASE_SIGNING_KEY: A cosign private key (its password in COSIGN_PASSWORD): `make release` signs SHA256SUMS and the air-gap lists with it, `make publish` the images; empty: unsigned.
 RELEASE_SIGNING_KEY ?=
 # Where make publish pushes: host[:port][/path], the image being
 # $(REGISTRY)/kube-apiserver.
+## REGISTRY: Where `make publish` pushes: host[:port]/path.
 REGISTRY ?=
 # make release's air-gap bundles (docs/release.md): for each platform, every
 # image kubeadm names for the release under IMAGE_REPOSITORY, ours the
 # kube-apiserver, staged in AIRGAP_DIR. AIRGAP= leaves them out (make
 # test-e2e's release does: make test-release checks them); a FIPS release
 # has none, its other images not being built with the FIPS module.
+## AIRGAP: 1: `make release` writes an air-gap bundle per platform; empty: none.
 AIRGAP ?= 1
 RELEASE_AIRGAP := $(if $(FIPS),,$(AIRGAP))
 AIRGAP_DIR := $(OUT)/airgap
 
 # Extra admission plugins for `make run`, for example ADMISSION_PLUGINS=EventRateLimit,PodNodeSelector,
 # and its --admission-control-config-file (empty for none).
+## ADMISSION_PLUGINS: Admission plugins `make run` enables besides the default ones, comma-separated.
 ADMISSION_PLUGINS ?=
+## ADMISSION_CONFIG: The --admission-control-config-file of `make run`; empty for none.
 ADMISSION_CONFIG ?= examples/admission/admission-config.yaml
 # Extra kube-apiserver flags for `make run`, name=value separated by spaces, after
 # the ones kubeadm and local-up give, for example
 # APISERVER_ARGS=nodes-proxy-get-requires-create=true.
+## APISERVER_ARGS: More kube-apiserver flags for `make run`, name=value separated by spaces.
 APISERVER_ARGS ?=
 # Real worker nodes for `make run` (root only), and the control plane's ports.
 # E2E_IMAGES=1 has the nodes import the e2e framework's images too (make e2e-images).
+## NODES: Real worker nodes for `make run` (root only).
 NODES ?= 0
+## E2E_IMAGES: 1: the nodes of `make run` import the e2e framework's images too (`make e2e-images`).
 E2E_IMAGES ?=
+## PORT: The kube-apiserver's port under `make run`.
 PORT ?= 6443
+## CONTROLLER_MANAGER_PORT: The kube-controller-manager's port under `make run`.
 CONTROLLER_MANAGER_PORT ?= 10257
+## SCHEDULER_PORT: The kube-scheduler's port under `make run`.
 SCHEDULER_PORT ?= 10259
 # `make run`'s state (kept across runs), and what resets it, as local-up's
 # messages name it.
+## LOCAL_DIR: The state of `make run` (certificates, etcd's data, logs), kept across runs.
 LOCAL_DIR ?= $(OUT)/local
 CLEAN_LOCAL := \`make clean-local$(if $(filter-out $(MAIN_LINE),$(LINE)), LINE=$(LINE))$(if $(filter-out $(OUT)/local,$(LOCAL_DIR)), LOCAL_DIR=$(LOCAL_DIR))\`
 # What the nodes run besides Debian's containerd, runc and CNI plugins.
@@ -142,9 +162,13 @@ space := $(subst ,, )
 
 # A help text names a line's Kubernetes release as <main> (main's line) or
 # <upgrade-from> (UPGRADE_FROM's), which help fills in from hack/line.sh.
-help: ## List the targets.
+# The variables a user may set are each under a "## NAME: what it is" line,
+# which help prints after the targets (docs/reference/make.md has both).
+help: ## List the targets and the variables a user may set.
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z0-9-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST) | \
 		sed "s/<main>/$$(hack/line.sh version $(MAIN_LINE))/g; s/<upgrade-from>/$(if $(UPGRADE_FROM),$$(hack/line.sh version $(UPGRADE_FROM)),none)/g"
+	@echo; echo "Variables (make TARGET NAME=value):"
+	@sed -n 's/^## \([A-Z][A-Z0-9_]*\): \(.*\)$$/  \1\t\2/p' $(MAKEFILE_LIST) | expand -t 26
 
 build: $(BIN)/kube-apiserver $(BIN)/kubectl-psp ## Build our kube-apiserver and the kubectl psp plugin (kubectl-psp) into _output/bin.
 
@@ -155,6 +179,7 @@ image: build $(BIN)/image ## Image tarball of our kube-apiserver for this machin
 
 # make release also releases every older line, into _output/lines/1.Y/release
 # (RELEASE_DIR=D: D/lines/1.Y); RELEASE_LINES= releases main's alone.
+## RELEASE_LINES: The older lines `make release` releases too, each into _output/lines/1.Y/release; empty: main's alone.
 RELEASE_LINES ?= $(OLDER_LINES)
 release: $(BIN)/release $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) $(if $(RELEASE_AIRGAP),airgap-images) ## Static kube-apiserver for linux/amd64 and arm64, a multi-arch image, SBOMs, kubectl-psp for six desktops with its krew manifest, notes, SHA256SUMS in _output/release (and each older line's in _output/lines/1.Y/release); FIPS=1: built with Go's FIPS 140-3 module, in _output/release-fips.
 	if [[ -z "$(ALLOW_DIRTY)" && -n "$$(git status --porcelain --untracked-files=no)" ]]; then \
@@ -203,6 +228,7 @@ publish: $(BIN)/publish $(if $(RELEASE_SIGNING_KEY),$(BIN)/cosign) ## REGISTRY=h
 	@if [[ -z "$(REGISTRY)" ]]; then echo "publish: REGISTRY is empty: make publish REGISTRY=host:port/path" >&2; exit 1; fi
 	$(BIN)/publish -dir $(RELEASE_DIR) -registry $(REGISTRY) -cosign $(BIN)/cosign $(if $(RELEASE_SIGNING_KEY),-key $(RELEASE_SIGNING_KEY))
 
+## BENCH_FLAGS: More flags for `make bench`'s program (-only, -pairs, -attribute).
 BENCH_FLAGS ?=
 bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstile vs vanilla upstream under load: counts, times and what differs, plus microbenchmarks; BENCH_FLAGS= adds bench's flags (-only, -pairs, -attribute); JSON and profiles in _output/bench.
 	mkdir -p $(OUT)/bench
@@ -221,7 +247,9 @@ bench: build $(BIN)/etcd $(BIN)/kube-apiserver-upstream $(BIN)/bench ## Turnstil
 # family): harmless to the pod, which was ready already, but thousands of
 # refusals a run that hid what did stall a step. With replace the replay
 # is a valid write and the pod keeps the last IP drawn.
+## SCALE_STEPS: The steps of `make bench-scale`, comma-separated, each NODES/PODS/POLICIES/RULES.
 SCALE_STEPS ?= 100/3000/1/1,1000/10000/100/100,5000/30000/1000/1000
+## SCALE_FLAGS: More flags for `make bench-scale`'s program.
 SCALE_FLAGS ?=
 KWOK_STAGES := node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete
 
@@ -232,7 +260,9 @@ bench-scale: build $(addprefix $(BIN)/,etcd kube-apiserver-upstream kube-control
 # make bench-psp: PodSecurityPolicy at the scale of a large multi-tenant
 # cluster, ours side by side with v1.24.17's own plugin and RBAC authorizer
 # (test/psp124, a module of its own), in one run, as ratios.
+## PSP_BENCHTIME: go test's -benchtime for each case of `make bench-psp`.
 PSP_BENCHTIME ?= 1s
+## PSP_ROUNDS: How many rounds `make bench-psp` runs; in each, each side runs every case twice, in turn.
 PSP_ROUNDS ?= 2
 bench-psp: ## PodSecurityPolicy against v1.24.17's own plugin: 1 to 1,000 policies among 100 or 10,000 bindings, three requesters, the same decisions checked; time, allocations and authorizer calls per pod create as ratios; PSP_BENCHTIME=, PSP_ROUNDS=; table in _output/bench-psp.
 	$(base_goflags) $(GO) run ./test/pspscale/bench -out $(OUT)/bench-psp -benchtime $(PSP_BENCHTIME) -rounds $(PSP_ROUNDS)
@@ -386,6 +416,7 @@ $(BIN)/coredns: FORCE
 # golang.org/x/vulndb at VULNDB_VERSION, which the module proxy serves;
 # VULNDB=https://vuln.go.dev reads the public one instead.
 VULNDB_VERSION := v0.0.0-20261105234957-e22db6528018
+## VULNDB: The vulnerability database `make vulncheck` reads: the project's own, or https://vuln.go.dev.
 VULNDB ?= file://$(CURDIR)/test/vulncheck/vulndb
 # Main's line's modules (lines/modules) and the tools' own.
 VULNDB_MODULES = $(shell hack/line.sh modules $(MAIN_LINE) | cut -d' ' -f1) test/hydrophone test/vulncheck build/containerd
@@ -416,6 +447,7 @@ vulndb-update: ## Write test/vulncheck/vulndb from golang.org/x/vulndb at VULNDB
 # the next run starts from. A finding fails the run, and go test writes the
 # failing input under the package's testdata/fuzz, where go test then
 # replays it as a test case.
+## FUZZTIME: How long `make fuzz` runs each fuzzer.
 FUZZTIME ?= 5m
 FUZZERS := \
 	./pkg/admission/configfile:FuzzValidate \
@@ -433,14 +465,18 @@ fuzz: ## Every fuzzer (the admission configuration loader and reload, Persistent
 # >>> conformance: upstream's [Conformance] specs against a local cluster of
 # two real nodes (cmd/conformance; docs/conformance.md). e2e.test and ginkgo
 # are upstream's, built from test/conformance's module, stamped as upstream.
+## PROFILE: The admission profile `make conformance` runs the specs on (cmd/conformance).
 PROFILE ?= all-compatible
+## FOCUS: A regular expression: `make conformance` runs only the specs it matches.
 FOCUS   ?=
+## SKIP: A regular expression: `make conformance` leaves out the specs it matches.
 SKIP    ?=
 # FOCUS and SKIP reach the runner through its environment, unexpanded: a
 # spec name may hold any character (`exec "cat /tmp/health"`, a `$` in a
 # regular expression), and neither make nor the shell may read it.
 export CONFORMANCE_FOCUS := $(value FOCUS)
 export CONFORMANCE_SKIP := $(value SKIP)
+## PROCS: How many specs `make conformance` runs at once.
 PROCS   ?= 8
 CONFORMANCE_TOOLS := $(LOCAL_TOOLS) kube-apiserver-upstream etcd
 # The line's binaries, images and reports (LINE=1.Y: under _output/lines/1.Y).
@@ -448,6 +484,7 @@ CONFORMANCE_PATHS = -bin $(BIN) -images $(NODE_IMAGES_DIR) -e2e-images $(E2E_IMA
 # RUNNER=hydrophone runs the suite the way certification does: hydrophone
 # (test/hydrophone's module) starts upstream's conformance image, built here
 # (make conformance-image), in the cluster.
+## RUNNER: Who runs `make conformance`'s specs: ours, or hydrophone, as certification does.
 RUNNER ?= ours
 CONFORMANCE_RUNNER_DEPS = $(if $(filter hydrophone,$(RUNNER)),conformance-image $(BIN)/hydrophone)
 
@@ -527,6 +564,7 @@ test: ## Verify, then unit, e2e, every older line's tier, short HA, real-node an
 
 # make test's tiers note when each ended in TIER_LOG (hack/test.sh makes
 # the table from it).
+## TIER_LOG: A file where each tier of `make test` writes when it ended (hack/test.sh sets it).
 TIER_LOG ?=
 tier_done = $(if $(TIER_LOG),@echo "$(1) $$(date +%s)" >> $(TIER_LOG))
 
@@ -670,6 +708,7 @@ control-plane-images: $(addprefix $(BIN)/,kube-apiserver-upstream kube-controlle
 # main's (docs/kubeadm.md). The older line's kubeadm, kubelet and images
 # make the cluster; main's kubeadm upgrades it and main's kubelet replaces
 # the old one.
+## UPGRADE_FROM: The older line `make test-upgrade` and `make test-ha-kubeadm` upgrade from.
 UPGRADE_FROM ?= $(firstword $(OLDER_LINES))
 UPGRADE_FROM_OUT = _output/lines/$(UPGRADE_FROM)
 # What the upgrade tests start from and go to: the older line's kubeadm,
@@ -707,6 +746,7 @@ HA_TOOLS := etcd kube-apiserver-upstream kubeadm
 
 # make test runs test-ha with HA_FLAGS=-short: one fault of each kind (etcd's
 # leader and an apiserver killed, an apiserver stopped), not all of them.
+## HA_FLAGS: More go test flags for `make test-ha` (`make test` gives -short).
 HA_FLAGS ?=
 test-ha: build $(addprefix $(BIN)/,$(HA_TOOLS)) ## HA control plane (3 etcd, 2 Turnstile + 1 upstream apiserver) under every fault, as root; figures in _output/ha/report.md.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-ha: needs root: it creates network namespaces, a bridge and a tmpfs" >&2; exit 1; fi
@@ -727,7 +767,7 @@ verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) vulncheck ## gofmt, go vet, go.mod 
 	$(GO) run ./cmd/verify-examples -bin $(BIN)
 	$(call tier_done,verify)
 
-update-docs: ## Write docs/reference/components.md from the go.mod files and build/oci (make verify checks it; make bump runs this).
+update-docs: ## Write docs/reference/components.md from the go.mod files and build/oci, and docs/reference/make.md from this Makefile (make verify checks both; make bump runs this).
 	$(GO) run ./cmd/verify-docs -write
 
 clean: ## Remove _output.
