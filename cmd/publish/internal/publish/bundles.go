@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -54,14 +53,7 @@ func bundleImages(dir string, files []string, tmp string) (map[string][]bundleIm
 		if err := os.MkdirAll(extracted, 0o755); err != nil {
 			return nil, err
 		}
-		if err := untar(filepath.Join(dir, f), extracted); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, f), err)
-		}
-		l, err := layout.ImageIndexFromPath(extracted)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, f), err)
-		}
-		m, err := l.IndexManifest()
+		l, m, err := readLayout(filepath.Join(dir, f), extracted)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, f), err)
 		}

@@ -126,3 +126,13 @@ func TestBundleImages(t *testing.T) {
 		})
 	}
 }
+
+// readIndex takes the release's layout, one image index under its tag;
+// an air-gap bundle's layout, of several images, is not one.
+func TestReadIndexRefusesABundle(t *testing.T) {
+	dir := t.TempDir()
+	name := bundle(t, dir, "linux/amd64", []string{"turnstile-k8s/pause:3.10.2", "turnstile-k8s/etcd:3.7.0-0"}, nil)
+	if _, _, err := readIndex(filepath.Join(dir, name), t.TempDir()); err == nil || !strings.Contains(err.Error(), "index.json lists 2 manifests") {
+		t.Errorf("got %v, want index.json's 2 manifests refused", err)
+	}
+}

@@ -303,17 +303,24 @@ func layoutArchive(dir string, files []string) (string, error) {
 	return found[0], nil
 }
 
-// readIndex extracts the OCI layout archive at path into dir and reads
-// the image index it holds, and the tag its annotation names.
-func readIndex(path, dir string) (v1.ImageIndex, string, error) {
+// readLayout extracts the OCI layout archive at path into dir and reads
+// its index.json, the layout's root index.
+func readLayout(path, dir string) (v1.ImageIndex, *v1.IndexManifest, error) {
 	if err := untar(path, dir); err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	l, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	m, err := l.IndexManifest()
+	return l, m, err
+}
+
+// readIndex extracts the OCI layout archive at path into dir and reads
+// the image index it holds, and the tag its annotation names.
+func readIndex(path, dir string) (v1.ImageIndex, string, error) {
+	l, m, err := readLayout(path, dir)
 	if err != nil {
 		return nil, "", err
 	}
