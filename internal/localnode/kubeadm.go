@@ -541,6 +541,21 @@ func (n *Node) kubeadmUpgrade(ctx context.Context, opts UpgradeOptions, command 
 	return string(out), nil
 }
 
+// KubeadmCertsRenewAll runs `kubeadm certs renew all` on the node with the
+// node's kubeadm (UseBin), as kubeadm's certificate management guide says
+// for the yearly renewal. kubeadm reads the cluster's configuration from
+// its kubeadm-config ConfigMap through the node's admin.conf, renews every
+// certificate it made under /etc/kubernetes/pki and the kubeconfig files'
+// client certificates, and leaves the static pods running: the caller
+// restarts them. It returns kubeadm's output.
+func (n *Node) KubeadmCertsRenewAll(ctx context.Context) (string, error) {
+	out, err := n.kubeadm(ctx, "certs", "renew", "all", "--v=1").CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("kubeadm certs renew all: %w", err)
+	}
+	return string(out), nil
+}
+
 // RestartKubelet stops the node's kubelet and starts the node's (UseBin)
 // with kubeadm's flags, as `systemctl restart kubelet` after a package
 // upgrade. Running containers are left as they are.

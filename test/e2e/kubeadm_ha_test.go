@@ -5,6 +5,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
@@ -617,7 +619,108 @@ func (c *haKubeadm) steps(e upgradeEnv) []haStep {
 		{name: "upgrade the worker: kubeadm upgrade node", run: func(t *testing.T) string {
 			return c.upgradeNode(t, e, c.worker, false)
 		}},
+		{name: "node1: kubeadm certs renew all, static pods restarted", run: func(t *testing.T) string {
+			return c.renewCertificates(t, node1)
+		}},
+		{name: "node2: kubeadm certs renew all, static pods restarted", run: func(t *testing.T) string {
+			return c.renewCertificates(t, node2)
+		}},
+		{name: "node3: kubeadm certs renew all, static pods restarted", run: func(t *testing.T) string {
+			return c.renewCertificates(t, node3)
+		}},
 	}
+}
+
+// controlPlanePods are the static pods kubeadm writes on a control-plane
+// node, each in /etc/kubernetes/manifests/<name>.yaml.
+var controlPlanePods = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// renewCertificates renews n's certificates as kubeadm's certificate
+// management guide says, under the load: `kubeadm certs renew all`, then
+// every control-plane static pod restarted, since not every component
+// reloads its certificates: its manifest moved out of
+// /etc/kubernetes/manifests until the kubelet has stopped the pod, and
+// back. The node's apiserver must then serve a renewed certificate, and
+// its etcd member and apiserver come back (the step's convergence checks
+// both, and the ledger every write).
+func (c *haKubeadm) renewCertificates(t *testing.T, n *localnode.Node) string {
+	t.Helper()
+	ctx := t.Context()
+	before := c.servingCert(t, n)
+	began := time.Now()
+	out, err := n.KubeadmCertsRenewAll(ctx)
+	const done = "Done renewing certificates. You must restart the kube-apiserver, kube-controller-manager, kube-scheduler and etcd, so that they can use the new certificates."
+	if err != nil || !strings.Contains(out, done) {
+		t.Fatalf("kubeadm certs renew all on %s: %v, want %q in its output:\n%s", n.Name, err, done, out)
+	}
+	renewed := time.Since(began)
+	t.Logf("kubeadm certs renew all on %s in %.1f s:\n%s", n.Name, renewed.Seconds(), lastLines(out, 12))
+	if still := c.servingCert(t, n); still.SerialNumber.Cmp(before.SerialNumber) != 0 {
+		t.Errorf("%s's apiserver serves a new certificate before its restart: the test cannot tell the restart's effect", n.Name)
+	}
+
+	manifests, aside := filepath.Join(n.KubeadmDir(), "manifests"), filepath.Join(n.KubeadmDir(), "manifests.aside")
+	if err := os.MkdirAll(aside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	moved := []string{}
+	defer func() {
+		for _, name := range moved {
+			_ = os.Rename(filepath.Join(aside, name), filepath.Join(manifests, name))
+		}
+		_ = os.Remove(aside)
+	}()
+	for _, pod := range controlPlanePods {
+		name := pod + ".yaml"
+		if err := os.Rename(filepath.Join(manifests, name), filepath.Join(aside, name)); err != nil {
+			t.Fatal(err)
+		}
+		moved = append(moved, name)
+	}
+	stopped := c.waitServer(t, n, "DOWN", 2*time.Minute)
+	etcdEndpoint := "https://" + net.JoinHostPort(n.IP.String(), "2379")
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := c.etcd.Status(ctx, etcdEndpoint)
+		return err != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s's etcd member still answers 2 minutes after its manifest was moved out: %v", n.Name, err)
+	}
+	for _, name := range moved {
+		if err := os.Rename(filepath.Join(aside, name), filepath.Join(manifests, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moved = nil
+	back := time.Now()
+	c.waitServer(t, n, "UP", 3*time.Minute)
+	c.waitStaticPods(t, n.Name, nil)
+	after := c.servingCert(t, n)
+	if after.SerialNumber.Cmp(before.SerialNumber) == 0 || after.NotAfter.Before(before.NotAfter) {
+		t.Errorf("%s's apiserver serves serial %s until %s after the renewal and restart; before, serial %s until %s: want a new one, valid as long or longer",
+			n.Name, after.SerialNumber, after.NotAfter, before.SerialNumber, before.NotAfter)
+	}
+	return fmt.Sprintf("%s: kubeadm certs renew all in %.1f s; the four manifests moved out, haproxy marked the apiserver down %s and its etcd member stopped; moved back: up again after %.1f s, serving a certificate valid until %s (was %s)",
+		n.Name, renewed.Seconds(), stopped, time.Since(back).Seconds(), after.NotAfter.UTC().Format(time.DateOnly), before.NotAfter.UTC().Format(time.DateOnly))
+}
+
+// servingCert is the certificate n's apiserver serves, verified against the
+// cluster's CA as admin.conf trusts it.
+func (c *haKubeadm) servingCert(t *testing.T, n *localnode.Node) *x509.Certificate {
+	t.Helper()
+	config, err := rest.TLSConfigFor(c.direct(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: config}
+	conn, err := dialer.DialContext(t.Context(), "tcp", net.JoinHostPort(n.IP.String(), "6443"))
+	if err != nil {
+		t.Fatalf("%s's apiserver: %v", n.Name, err)
+	}
+	defer conn.Close()
+	return conn.(*tls.Conn).ConnectionState().PeerCertificates[0]
 }
 
 // cutNetwork cuts n off for d and says how the rest of the cluster saw it.
