@@ -53,6 +53,10 @@ func (n *Node) mountNS() string { return filepath.Join(n.cluster.runDir(), n.Nam
 // kubeadm's admin.conf is KubeadmDir()/admin.conf.
 func (n *Node) KubeadmDir() string { return filepath.Join(n.dir(), kubeadmPaths["/etc/kubernetes"]) }
 
+// EtcdDataDir is where the node's /var/lib/etcd lives on the host: a
+// stacked etcd member's data (member/snap and member/wal).
+func (n *Node) EtcdDataDir() string { return filepath.Join(n.dir(), kubeadmPaths["/var/lib/etcd"]) }
+
 // KubeletDir is where the node's /var/lib/kubelet lives on the host (the
 // kubelet's pod logs among it, in pod-logs).
 func (n *Node) KubeletDir() string { return filepath.Join(n.dir(), kubeadmPaths["/var/lib/kubelet"]) }
@@ -117,8 +121,8 @@ var kubeadmConfig = template.Must(template.New("kubeadm").Funcs(template.FuncMap
   name: {{.Name}}
   criSocket: unix://{{.Socket}}
   imagePullPolicy: {{.PullPolicy}}
-  taints: []
-  ignorePreflightErrors: [all]
+{{if not .ControlPlaneTaint}}  taints: []
+{{end}}  ignorePreflightErrors: [all]
   kubeletExtraArgs:
   - name: node-ip
     value: {{.IP}}
@@ -210,6 +214,14 @@ type InitOptions struct {
 	// nothing, as DeployDNS's: its phase runs after init, once that
 	// Corefile is in place.
 	Addons bool
+	// ControlPlaneTaint keeps kubeadm's control-plane taint on the node,
+	// as on a real host, where the node is otherwise untainted (the test's
+	// pods run on control-plane nodes too).
+	ControlPlaneTaint bool
+	// Patches is a directory of more kubeadm patches, as a user's
+	// InitConfiguration names in patches.directory; they are copied beside
+	// the node's own, and win over them.
+	Patches string
 	// PullIfNotPresent is kubeadm's default pull policy, where a node
 	// otherwise never pulls: kubeadm's preflight and the kubelet pull
 	// what the node lacks, which with Config.Offline the registry logs.
@@ -262,6 +274,7 @@ func (n *Node) initValues(opts InitOptions) map[string]any {
 	values["Pods"], values["Services"] = n.cluster.cfg.Layout.Pods.String(), n.cluster.cfg.Layout.Services.String()
 	values["AdmissionPlugins"] = strings.Join(opts.AdmissionPlugins, ",")
 	values["ImageRepository"], values["Addons"] = opts.ImageRepository, opts.Addons
+	values["ControlPlaneTaint"] = opts.ControlPlaneTaint
 	if opts.PullIfNotPresent {
 		values["PullPolicy"] = "IfNotPresent"
 	}
@@ -283,6 +296,11 @@ func (n *Node) KubeadmInit(ctx context.Context, opts InitOptions) (string, error
 	config, err := n.writeKubeadmConfig("init", n.initValues(opts), opts.APIServerImage)
 	if err != nil {
 		return "", err
+	}
+	if opts.Patches != "" {
+		if err := copyFiles(opts.Patches, n.PatchesDir()); err != nil {
+			return "", fmt.Errorf("the patches of %s: %w", opts.Patches, err)
+		}
 	}
 	args := []string{"init", "--config=" + config, "--v=1"}
 	if opts.Join != nil {
@@ -442,6 +460,28 @@ func (n *Node) writePatches(apiserverImage string) error {
 		return nil
 	}
 	return os.WriteFile(patch, []byte(fmt.Sprintf("spec:\n  containers:\n  - name: kube-apiserver\n    image: %s\n", apiserverImage)), 0o600)
+}
+
+// copyFiles copies the regular files of dir (not its subdirectories) into
+// to.
+func copyFiles(dir, to string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CACertHash is the hash of the cluster CA's public key that `kubeadm

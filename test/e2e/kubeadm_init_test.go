@@ -5,29 +5,38 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/version"
+	kubeadmapiv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
-// `kubeadm init` for real: the pinned kubeadm on a node of its own, the
-// real kubelet running the control plane as static pods, our image from
-// `make image` as the kube-apiserver, locally built images for the rest.
-// The node is Ready, a Deployment's pods run and take an exec, the
-// apiserver's DenyExecOnPrivileged refuses an exec and an attach into a
-// privileged pod and lets one into the host-network etcd static pod
-// through, and `kubeadm reset` removes what kubeadm made; then the host is
-// as it was. `make test-node` runs it as root.
+// `kubeadm init` for real, as docs/tasks/kubeadm-single-node.md tells a
+// user, every block of it run as written: the pinned kubeadm on a node of
+// its own, the real kubelet running the control plane as static pods, our
+// image from `make image`, which the page imports, as the kube-apiserver,
+// locally built images for the rest. Then, before the page's undo: the
+// node is Ready, a Deployment's pods run and take an exec, the apiserver's
+// DenyExecOnPrivileged refuses an exec and an attach into a privileged pod
+// and lets one into the host-network etcd static pod through; the page's
+// `kubeadm reset` removes what kubeadm made, and the host is as it was.
+// `make test-node` runs it as root.
 func TestKubeadmInitForReal(t *testing.T) {
 	images, apiserverTar := os.Getenv("TURNSTILE_NODE_IMAGES"), os.Getenv("TURNSTILE_APISERVER_IMAGE")
 	if images == "" || apiserverTar == "" || os.Geteuid() != 0 {
@@ -38,12 +47,66 @@ func TestKubeadmInitForReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	apiserverImage := imageName(t, apiserverTar)
-	// The e2e binaries are stamped as upstream's, so this is the pinned release.
-	kubernetesVersion := version.Get().GitVersion
-	h := newKubeadmHost(t, localnode.Config{Bin: filepath.Dir(kubeadm), Images: kubeadmHostImages(images, []string{images}, apiserverTar)},
-		localnode.InitOptions{Version: kubernetesVersion, APIServerImage: apiserverImage, AdmissionPlugins: []string{"NodeRestriction", "DenyExecOnPrivileged"}})
-	ctx, client, n := t.Context(), h.client, h.node
+	// Not the apiserver's image: the page imports it.
+	h := prepareKubeadmHost(t, localnode.Config{Bin: filepath.Dir(kubeadm), Images: kubeadmHostImages(images, []string{images})})
+	n := h.node
+	page := "../../docs/tasks/kubeadm-single-node.md"
+	r := runTaskPage(t, page, 0, taskOptions{
+		replace: map[string]string{
+			"/etc/kubernetes/admin.conf": filepath.Join(n.KubeadmDir(), "admin.conf"),
+			"ctr -n k8s.io":              "ctr --address " + n.Socket() + " -n k8s.io",
+		},
+		// A HOME of the test's own for the page's ~/.kube, and the go
+		// command's caches where they were, for the page's make.
+		env: append(goCaches(t), "PATH="+serveKubeadm(t, h)+string(os.PathListSeparator)+filepath.Dir(kubeadm)+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir()),
+		beforeUndo: func(r *taskRun) {
+			if len(r.outputs) != 5 {
+				t.Fatalf("%d blocks of %s ran before its undo, want 5", len(r.outputs), page)
+			}
+			if out := r.outputs[3]; !strings.Contains(out, apiserverImage) {
+				t.Errorf("the page's apiserver pod runs another image than %s:\n%s", apiserverImage, out)
+			}
+			if out, want := r.outputs[4], `pods "privileged" is forbidden: cannot exec into or attach to a privileged container`; !strings.Contains(out, want) {
+				t.Errorf("the page's exec into a privileged pod was not refused with %q:\n%s", want, out)
+			}
+			checkKubeadmNode(t, h, apiserverImage)
+		},
+	})
+	if left := n.KubeadmState(); len(left) > 0 {
+		t.Errorf("the page's kubeadm reset left %v", left)
+	}
+	if len(r.outputs) != 6 {
+		t.Errorf("%d blocks of %s ran, want 6", len(r.outputs), page)
+	}
+	h.remove(t)
+	if left := localnode.Leftovers(os.Getpid(), h.dir); len(left) > 0 {
+		t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))
+	}
+	compareHost(t, h.before, hostSnapshot(t))
+}
 
+// goCaches is GOCACHE, GOMODCACHE and GOPATH as the go command has them
+// now, for a command the test runs with another HOME, from which the go
+// command would otherwise take new, empty ones.
+func goCaches(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	values := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(values) != 3 {
+		t.Fatalf("go env GOCACHE GOMODCACHE GOPATH: %q", out)
+	}
+	return []string{"GOCACHE=" + values[0], "GOMODCACHE=" + values[1], "GOPATH=" + values[2]}
+}
+
+// checkKubeadmNode checks the single-node cluster beyond what the page
+// shows: the control plane's static pods, a Deployment, and
+// DenyExecOnPrivileged against an attach and against the etcd pod.
+func checkKubeadmNode(t *testing.T, h *kubeadmHost, apiserverImage string) {
+	t.Helper()
+	ctx, client, n := t.Context(), h.client, h.node
 	t.Run("the control plane runs as static pods, the apiserver ours", func(t *testing.T) {
 		h.waitStaticPods(t, h.node.Name, map[string]string{"kube-apiserver": apiserverImage})
 		v, err := client.Discovery().ServerVersion()
@@ -64,8 +127,8 @@ func TestKubeadmInitForReal(t *testing.T) {
 	})
 
 	t.Run("DenyExecOnPrivileged against real pods", func(t *testing.T) {
-		createPrivilegedPod(ctx, t, &h.kubeadmClient, "default")
-		wantExecRefused(t, &h.kubeadmClient, "default")
+		createPrivilegedPod(ctx, t, &h.kubeadmClient, "kube-public")
+		wantExecRefused(t, &h.kubeadmClient, "kube-public")
 		// Unlike DenyEscalatingExec, it lets an exec into a host-network
 		// pod through: the etcd static pod answers.
 		etcdVersion := strings.TrimPrefix(moduleVersion(t, "go.etcd.io/etcd/server/v3"), "v")
@@ -73,8 +136,154 @@ func TestKubeadmInitForReal(t *testing.T) {
 			t.Errorf("exec into the etcd static pod: %s", out)
 		}
 	})
+}
 
-	h.reset(t)
+// serveKubeadm puts a kubeadm first on a task page's PATH that hands each
+// command to the test, which runs it on h's node: the page's `kubeadm
+// init --config FILE` with the page's configuration carried onto the
+// node's own (kubeadmPageInit), then the node's pod network; its `kubeadm
+// reset -f`. The script and the test talk through two named pipes. It
+// returns the script's directory.
+func serveKubeadm(t *testing.T, h *kubeadmHost) string {
+	t.Helper()
+	dir := t.TempDir()
+	request, response := filepath.Join(dir, "request"), filepath.Join(dir, "response")
+	for _, p := range []string{request, response} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := fmt.Sprintf(`#!/usr/bin/env bash
+# kubeadm as TestKubeadmInitForReal serves it: the test runs the command on its node.
+printf '%%s\0' "$PWD" "$@" > %q
+{ read -r code; cat; exit "$code"; } < %q
+`, request, response)
+	if err := os.WriteFile(filepath.Join(dir, "kubeadm"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		for {
+			data, err := os.ReadFile(request) // until a writer closes it
+			if err != nil || len(data) == 0 {
+				return // the test's end, below
+			}
+			args := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+			out, code := kubeadmOnNode(t.Context(), h, args[0], args[1:])
+			t.Logf("kubeadm %s on %s: exit %d\n%s", strings.Join(args[1:], " "), h.node.Name, code, lastLines(out, 15))
+			if err := answer(response, fmt.Sprintf("%d\n%s", code, out)); err != nil {
+				t.Errorf("answering kubeadm %s: %v", strings.Join(args[1:], " "), err)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		// An empty request ends the loop, which is waiting for one.
+		if f, err := os.OpenFile(request, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		<-served
+	})
+	return dir
+}
+
+// answer writes to the script's response pipe once the script reads it,
+// or gives up after 30 s (the script was stopped).
+func answer(pipe, text string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f, err := os.OpenFile(pipe, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			f.Fd() // blocking writes from here on
+			_, err = f.WriteString(text)
+			return errors.Join(err, f.Close())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nobody reads %s: %w", pipe, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// kubeadmOnNode runs one kubeadm command of a task page, run in dir, on
+// h's node, and returns its output and exit code.
+func kubeadmOnNode(ctx context.Context, h *kubeadmHost, dir string, args []string) (string, int) {
+	fail := func(err error, out string) (string, int) { return out + err.Error() + "\n", 1 }
+	switch {
+	case len(args) == 3 && args[0] == "init" && args[1] == "--config":
+		config := args[2]
+		if !filepath.IsAbs(config) {
+			config = filepath.Join(dir, config)
+		}
+		opts, err := kubeadmPageInit(config)
+		if err != nil {
+			return fail(err, "")
+		}
+		out, err := h.node.KubeadmInit(ctx, opts)
+		if err != nil {
+			return fail(err, out)
+		}
+		if err := h.connect(ctx); err != nil {
+			return fail(fmt.Errorf("the node's pod network: %w", err), out)
+		}
+		return out, 0
+	case len(args) == 2 && args[0] == "reset" && (args[1] == "-f" || args[1] == "--force"):
+		out, err := h.node.KubeadmReset(ctx)
+		if err != nil {
+			return fail(err, out)
+		}
+		return out, 0
+	}
+	return fmt.Sprintf("kubeadm %s: the test runs only `kubeadm init --config FILE` and `kubeadm reset -f` on its node\n", strings.Join(args, " ")), 1
+}
+
+// kubeadmPageInit carries a page's kubeadm configuration onto the node's:
+// the version, the apiserver's admission plugins and the patches directory.
+// Anything else the page sets is an error, so that the page cannot say
+// what the test does not run.
+func kubeadmPageInit(path string) (localnode.InitOptions, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return localnode.InitOptions{}, err
+	}
+	var init kubeadmapiv1.InitConfiguration
+	var cluster kubeadmapiv1.ClusterConfiguration
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var kind metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &kind); err != nil {
+			return localnode.InitOptions{}, fmt.Errorf("%s: %w", path, err)
+		}
+		var into any
+		switch kind {
+		case metav1.TypeMeta{APIVersion: kubeadmapiv1.SchemeGroupVersion.String(), Kind: "InitConfiguration"}:
+			into = &init
+		case metav1.TypeMeta{APIVersion: kubeadmapiv1.SchemeGroupVersion.String(), Kind: "ClusterConfiguration"}:
+			into = &cluster
+		default:
+			return localnode.InitOptions{}, fmt.Errorf("%s: a %s %s, where the test carries an InitConfiguration and a ClusterConfiguration of %s onto its node", path, kind.APIVersion, kind.Kind, kubeadmapiv1.SchemeGroupVersion)
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+			return localnode.InitOptions{}, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	opts := localnode.InitOptions{Version: cluster.KubernetesVersion, ControlPlaneTaint: true}
+	if init.Patches != nil {
+		opts.Patches = init.Patches.Directory
+	}
+	var args []kubeadmapiv1.Arg
+	for _, a := range cluster.APIServer.ExtraArgs {
+		if a.Name == "enable-admission-plugins" {
+			opts.AdmissionPlugins = strings.Split(a.Value, ",")
+			continue
+		}
+		args = append(args, a)
+	}
+	init.TypeMeta, init.Patches = metav1.TypeMeta{}, nil
+	cluster.TypeMeta, cluster.KubernetesVersion, cluster.APIServer.ExtraArgs = metav1.TypeMeta{}, "", args
+	if !reflect.DeepEqual(init, kubeadmapiv1.InitConfiguration{}) || !reflect.DeepEqual(cluster, kubeadmapiv1.ClusterConfiguration{}) {
+		return localnode.InitOptions{}, fmt.Errorf("%s sets more than the test carries onto its node (kubernetesVersion, the apiserver's enable-admission-plugins, patches.directory): %+v %+v", path, init, cluster)
+	}
+	return opts, nil
 }
 
 // createPrivilegedPod creates the pod "privileged" in namespace, a
@@ -100,7 +309,12 @@ func wantExecRefused(t *testing.T, h *kubeadmClient, namespace string) {
 	t.Helper()
 	want := `pods "privileged" is forbidden: cannot exec into or attach to a privileged container`
 	for _, args := range [][]string{{"exec", "privileged", "--", "true"}, {"attach", "privileged", "-i=false"}} {
-		if out, err := h.run(append([]string{"-n", namespace}, args...)...); err == nil || !strings.Contains(out, want) {
+		// An attach that is let through waits for the container's output
+		// for as long as it runs: a minute is the refusal's time and more.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		out, err := exec.CommandContext(ctx, h.kubectl, append([]string{"--kubeconfig", h.admin, "-n", namespace}, args...)...).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), want) {
 			t.Errorf("kubectl %s: %v\n%s\nwant the refusal %q", strings.Join(args, " "), err, out, want)
 		}
 	}

@@ -49,15 +49,27 @@ type kubeadmClient struct {
 // newKubeadmClient reads kubeadm's admin.conf.
 func newKubeadmClient(t *testing.T, admin string) kubeadmClient {
 	t.Helper()
-	kubectl, err := framework.Binary("kubectl")
+	c, err := newKubeadmClientErr(admin)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return c
+}
+
+func newKubeadmClientErr(admin string) (kubeadmClient, error) {
+	kubectl, err := framework.Binary("kubectl")
+	if err != nil {
+		return kubeadmClient{}, err
 	}
 	config, err := clientcmd.BuildConfigFromFlags("", admin)
 	if err != nil {
-		t.Fatal(err)
+		return kubeadmClient{}, err
 	}
-	return kubeadmClient{kubectl: kubectl, admin: admin, config: config, client: kubernetes.NewForConfigOrDie(config)}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return kubeadmClient{}, err
+	}
+	return kubeadmClient{kubectl: kubectl, admin: admin, config: config, client: client}, nil
 }
 
 // kubeadmHostImages are the image tarballs a kubeadm host imports: the
@@ -94,6 +106,22 @@ func imageName(t *testing.T, path string) string {
 // that kubeadm reset and the removal leave the host as it was.
 func newKubeadmHost(t *testing.T, cfg localnode.Config, init localnode.InitOptions) *kubeadmHost {
 	t.Helper()
+	h := prepareKubeadmHost(t, cfg)
+	out, err := h.node.KubeadmInit(t.Context(), init)
+	if err != nil || !strings.Contains(out, "Your Kubernetes control-plane has initialized successfully!") {
+		t.Fatalf("kubeadm init: %v\n%s\nlogs: %s", err, out, tailLogs(h.dir))
+	}
+	t.Logf("kubeadm init %s succeeded:\n%s", init.Version, lastLines(out, 12))
+	if err := h.connect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// prepareKubeadmHost makes a node of cfg ready for `kubeadm init`
+// (localnode's StartKubeadm), and checks the host when the test ends.
+func prepareKubeadmHost(t *testing.T, cfg localnode.Config) *kubeadmHost {
+	t.Helper()
 	h := &kubeadmHost{before: hostSnapshot(t)}
 	var err error
 	// Not t.TempDir(): a subtest's name would make the kubelet's socket
@@ -122,16 +150,19 @@ func newKubeadmHost(t *testing.T, cfg localnode.Config, init localnode.InitOptio
 	if err := h.node.StartKubeadm(ctx); err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.node.KubeadmInit(ctx, init)
-	if err != nil || !strings.Contains(out, "Your Kubernetes control-plane has initialized successfully!") {
-		t.Fatalf("kubeadm init: %v\n%s\nlogs: %s", err, out, tailLogs(h.dir))
-	}
-	t.Logf("kubeadm init %s succeeded:\n%s", init.Version, lastLines(out, 12))
-	h.kubeadmClient = newKubeadmClient(t, filepath.Join(h.node.KubeadmDir(), "admin.conf"))
-	if err := h.node.WaitNetwork(ctx, h.client); err != nil {
-		t.Fatal(err)
-	}
 	return h
+}
+
+// connect is the test's client of the cluster `kubeadm init` made, once
+// the node's pod network (the bridge localnode configures, in place of an
+// add-on) is up and the node Ready.
+func (h *kubeadmHost) connect(ctx context.Context) error {
+	client, err := newKubeadmClientErr(filepath.Join(h.node.KubeadmDir(), "admin.conf"))
+	if err != nil {
+		return err
+	}
+	h.kubeadmClient = client
+	return h.node.WaitNetwork(ctx, h.client)
 }
 
 // run runs kubectl with admin.conf.

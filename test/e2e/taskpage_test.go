@@ -35,8 +35,9 @@ import (
 // taskOptions is what a test puts in place of a page's words, and adds to
 // its commands' environment.
 type taskOptions struct {
-	replace map[string]string // each key, wherever the page has it, by its value
-	env     []string          // NAME=value, over the test's own environment
+	replace    map[string]string // each key, wherever the page has it, by its value
+	env        []string          // NAME=value, over the test's own environment
+	beforeUndo func(*taskRun)    // the test's own checks, before the page's "## Undo"
 }
 
 // taskBlock is one shell block of a task page.
@@ -122,8 +123,18 @@ func runTaskPage(t *testing.T, page string, ready time.Duration, opts ...taskOpt
 	for _, o := range opts {
 		r.env = append(r.env, o.env...)
 	}
-	undone := false
+	// The state directory is the page's if it runs make run or names
+	// _output/local; its undo must then remove it.
+	undone, local := false, false
 	for _, b := range blocks {
+		local = local || strings.Contains(b.script, "make run") || strings.Contains(b.script, "_output/local")
+		if b.undo && !undone {
+			for _, o := range opts {
+				if o.beforeUndo != nil {
+					o.beforeUndo(r)
+				}
+			}
+		}
 		undone = undone || b.undo
 		script := strings.ReplaceAll(b.script, "sudo ", "")
 		script = strings.ReplaceAll(strings.ReplaceAll(script, "$PWD/_output/local", r.dir), "_output/local", r.dir)
@@ -143,7 +154,7 @@ func runTaskPage(t *testing.T, page string, ready time.Duration, opts ...taskOpt
 			r.run(b, script)
 		}
 	}
-	if _, err := os.Stat(r.dir); undone && !os.IsNotExist(err) {
+	if _, err := os.Stat(r.dir); undone && local && !os.IsNotExist(err) {
 		t.Errorf("%s: after the page's undo, the state directory %s is still there (%v)", page, r.dir, err)
 	}
 	return r
