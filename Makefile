@@ -733,13 +733,20 @@ test-upgrade: upgrade-from ## kubeadm upgrade apply for real, as root: Turnstile
 # control-plane nodes and a worker behind Debian's haproxy, on containerd
 # 2, upgraded from the older line one node at a time under load, with
 # faults and a failed upgrade; the report in _output/ha-kubeadm.
-test-ha-kubeadm: upgrade-from containerd ## Three kubeadm control-plane nodes and a worker behind haproxy, as root: init, joins, faults, a rolling upgrade from <upgrade-from> with a failed step, under load; report in _output/ha-kubeadm.
+test-ha-kubeadm: upgrade-from containerd $(BIN)/etcdutl ## Three kubeadm control-plane nodes and a worker behind haproxy, as root: init, joins, faults, a rolling upgrade from <upgrade-from> with a failed step, every node's certificates renewed, etcd restored from a snapshot, under load; report in _output/ha-kubeadm.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-ha-kubeadm: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	hack/install-package.sh haproxy haproxy
 	$(UPGRADE_ENV) TURNSTILE_HA_KUBEADM=1 TURNSTILE_CONTAINERD=$(CURDIR)/$(CONTAINERD_DIR) TURNSTILE_HA_KUBEADM_REPORT=$(CURDIR)/$(OUT)/ha-kubeadm/report.md \
 		$(GO) test -count=1 -timeout 75m -v -run '^TestHAKubeadm$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 	@echo "test-ha-kubeadm: $$(head -1 $(OUT)/ha-kubeadm/report.md) The report: $(OUT)/ha-kubeadm/report.md and report.json" >&2
 # <<< upgrade
+
+# etcdutl, with which make test-ha-kubeadm restores every etcd member from a
+# snapshot as etcd's recovery guide does, from test/etcdutl's module so that
+# the apiserver's module graph stays upstream's; its etcd is go.mod's (make
+# verify checks that they agree).
+$(BIN)/etcdutl: FORCE
+	$(base_goflags) $(GO) build -C test/etcdutl -trimpath -o $(CURDIR)/$@ go.etcd.io/etcd/etcdutl/v3
 
 # What test-ha runs: three kubeadm nodes, each an etcd member and an apiserver.
 HA_TOOLS := etcd kube-apiserver-upstream kubeadm

@@ -122,7 +122,7 @@ mapfile -t docs < <(git ls-files '*.md')
 # shipped, whose constraints a move of main to it rewrites.
 held=()
 [[ $mode != main-minor ]] || mapfile -t held < <(hack/held.sh "$line" list)
-touched=("${gomods[@]}" "${gomods[@]/%.mod/.sum}" lines/supported lines/preview lines/README.md test/conformance/e2e.go "${docs[@]}" "${held[@]}")
+touched=("${gomods[@]}" "${gomods[@]/%.mod/.sum}" test/etcdutl/go.mod test/etcdutl/go.sum lines/supported lines/preview lines/README.md test/conformance/e2e.go "${docs[@]}" "${held[@]}")
 # A preview of the minor main moves to is removed (restore puts it back).
 if [[ $mode == main-minor && -d lines/$line ]]; then
 	while IFS= read -r f; do touched+=("$f"); done < <(git ls-files "lines/$line")
@@ -196,6 +196,11 @@ if [[ $etcd_have != "$etcd_want" && $(printf '%s
 	etcd_pinned=$etcd_want
 else
 	etcd_pinned=$etcd_have
+fi
+# make test-ha-kubeadm's etcdutl follows main's etcd (make verify checks it).
+if [[ -z $line_flags ]]; then
+	(cd test/etcdutl && GOFLAGS=-trimpath go get -tool "go.etcd.io/etcd/etcdutl/v3@$etcd_pinned" && GOFLAGS=-trimpath go mod tidy) > "$work/etcdutl.log" 2>&1 ||
+		{ cat "$work/etcdutl.log" >&2; restore; echo "bump: etcdutl $etcd_pinned could not be pinned in test/etcdutl; nothing changed" >&2; exit 1; }
 fi
 
 # 3. The version strings that say what is true now. A patch release

@@ -22,7 +22,7 @@ go vet ./... || { echo "verify: go vet failed" >&2; fail=1; }
 #   all of containerd or every e2e package; they are only tidied;
 # - make test-release's to check: cmd/publish (cosign) and test/registry,
 #   whose graphs are 4 GB of downloads on a cold cache.
-no_vet=" build/containerd test/conformance test/krew "
+no_vet=" build/containerd test/conformance test/etcdutl test/krew "
 release_only=" cmd/publish test/registry "
 for mod in $(git ls-files '*go.mod' | grep -v -e '^go.mod$' -e '^lines/' -e '/testdata/' | xargs -n1 dirname); do
 	[[ $release_only != *" $mod "* ]] || continue
@@ -81,6 +81,11 @@ done
 
 # Generated code (deepcopy, conversion, defaults, OpenAPI, protobuf) matches its sources.
 hack/verify-codegen.sh || fail=1
+
+etcd=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+etcdutl=$(go list -C test/etcdutl -m -f '{{.Version}}' go.etcd.io/etcd/etcdutl/v3)
+[[ $etcd == "$etcdutl" ]] ||
+	{ echo "verify: test/etcdutl builds etcdutl $etcdutl, go.mod etcd $etcd (run go get -tool go.etcd.io/etcd/etcdutl/v3@$etcd in test/etcdutl)" >&2; fail=1; }
 
 # Every registered admission plugin has a row in test/e2e/README.md naming its tests.
 go run ./cmd/verify-e2e-coverage || fail=1

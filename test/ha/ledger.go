@@ -61,6 +61,10 @@ type Attempt struct {
 	// Conflict: the server refused the write with 409 Conflict.
 	Conflict bool
 	Err      string
+	// RolledBack marks an acknowledged write that a restore of etcd from
+	// an earlier snapshot took back (Ledger.Restored): gone, as expected,
+	// and no longer checked.
+	RolledBack bool
 }
 
 // Failed reports whether the attempt counts against the error window: a
@@ -243,6 +247,27 @@ func (l *Ledger) Pending() (attempts []Attempt, from int64) {
 	return attempts, from
 }
 
+// Restored records that etcd was restored from a snapshot of revision
+// snapshot and stands at revision now (etcdutl's --bump-revision above
+// it). The acknowledged writes after the snapshot are gone, as a restore
+// means: they are marked RolledBack and counted, not lost. Every attempt so
+// far counts as checked, since etcd's history before now is compacted.
+// Call it while the load is held, after a Checkpoint that checked every
+// write up to the snapshot. It returns how many writes were rolled back.
+func (l *Ledger) Restored(snapshot, now int64) (rolledBack int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.attempts {
+		if a := &l.attempts[i]; a.Outcome == Acked && a.RV > snapshot {
+			a.RolledBack = true
+			rolledBack++
+		}
+	}
+	l.checked = len(l.attempts)
+	l.maxAcked.Store(now)
+	return rolledBack
+}
+
 // All returns every attempt recorded so far.
 func (l *Ledger) All() []Attempt {
 	l.mu.Lock()
@@ -269,8 +294,9 @@ func CheckHistory(attempts []Attempt, history []Version) []error {
 	}
 	var errs []error
 	for _, a := range attempts {
-		switch a.Outcome {
-		case Acked:
+		switch {
+		case a.RolledBack:
+		case a.Outcome == Acked:
 			v, ok := at[a.RV]
 			switch {
 			case a.Deliberate:
@@ -280,7 +306,7 @@ func CheckHistory(attempts []Attempt, history []Version) []error {
 			case v.Key != a.Key || v.ID != a.ID:
 				errs = append(errs, fmt.Errorf("LOST: %s of %s (attempt %s) acknowledged at revision %d, where etcd holds %s from attempt %s", a.Op, a.Key, a.ID, a.RV, v.Key, v.ID))
 			}
-		case Refused:
+		case a.Outcome == Refused:
 			if written[a.ID] {
 				errs = append(errs, fmt.Errorf("REFUSED BUT STORED: %s of %s (attempt %s), refused with %q, is in etcd's history", a.Op, a.Key, a.ID, a.Err))
 			}
@@ -316,7 +342,7 @@ func CheckState(attempts []Attempt, objects map[string]Version) []error {
 	byID := map[string]Attempt{}
 	for _, a := range attempts {
 		byID[a.ID] = a
-		if a.Outcome == Acked && a.RV > lastAcked[a.Key].RV {
+		if a.Outcome == Acked && !a.RolledBack && a.RV > lastAcked[a.Key].RV {
 			lastAcked[a.Key] = a
 		}
 	}
@@ -442,10 +468,12 @@ func (l *Load) step(ctx context.Context, rng *rand.Rand, keys []*key, w int, cre
 	}
 	obj, err := l.client(w).CoreV1().ConfigMaps(l.Namespace).Update(ctx, l.configMap(k.name, a.ID, rv), metav1.UpdateOptions{})
 	l.finish(a, obj, err)
-	switch a.Outcome {
-	case Acked:
+	switch {
+	case a.Outcome == Acked:
 		k.old, k.rv = k.rv, obj.ResourceVersion
-	case Unknown:
+	case a.Outcome == Unknown, a.Outcome == Refused && !a.Deliberate:
+		// A worker owns its keys, so only a restore of etcd moves one
+		// under it (or removes it): read it again.
 		k.rv = ""
 	}
 	return keys

@@ -67,6 +67,7 @@ func TestCheckHistory(t *testing.T) {
 		{"a refused write stored", []Attempt{refusedAttempt("a2", "k")}, []string{"REFUSED BUT STORED: update of k (attempt a2)"}},
 		{"a refused write not stored", []Attempt{refusedAttempt("a5", "k")}, nil},
 		{"a stale update acknowledged", []Attempt{{ID: "a2", Key: "k", Op: "update", Outcome: Acked, RV: 11, Deliberate: true}}, []string{"STALE UPDATE ACCEPTED"}},
+		{"a write a restore rolled back", []Attempt{{ID: "a4", Key: "k", Op: "update", Outcome: Acked, RV: 13, RolledBack: true}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			expectErrors(t, CheckHistory(tc.attempts, history), tc.want)
@@ -111,6 +112,24 @@ func TestCheckState(t *testing.T) {
 			expectErrors(t, CheckState(attempts, tc.state), tc.want)
 		})
 	}
+}
+
+// After a restore from a snapshot, the key holds the last write before
+// the snapshot: the writes the restore rolled back are not asked for, the
+// ones before it still are.
+func TestCheckStateAfterRestore(t *testing.T) {
+	l := &Ledger{}
+	for _, a := range []Attempt{acked("a1", "k", 10), acked("a2", "k", 20), acked("a3", "j", 21)} {
+		l.record(a)
+	}
+	if n := l.Restored(15, 1_000_000_015); n != 2 {
+		t.Errorf("Restored rolled back %d writes, want 2 (a2 and a3)", n)
+	}
+	if pending, from := l.Pending(); len(pending) != 0 || from != 1_000_000_016 {
+		t.Errorf("after Restored, Pending = %v from %d; want none, from the restored revision on", pending, from)
+	}
+	expectErrors(t, CheckState(l.All(), map[string]Version{"k": {"k", "a1", 10}}), nil)
+	expectErrors(t, CheckState(l.All(), map[string]Version{}), []string{"LOST: k is gone; attempt a1 was acknowledged at revision 10"})
 }
 
 func expectErrors(t *testing.T, errs []error, want []string) {
