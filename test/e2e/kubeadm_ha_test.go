@@ -259,7 +259,9 @@ func startHAKubeadm(t *testing.T, e upgradeEnv, containerd string) *haKubeadm {
 		t.Fatalf("kubeadm init: %v\n%s", err, out)
 	}
 	t.Logf("kubeadm init on %s:\n%s", first.Name, lastLines(out, 14))
-	c.kubeadmClient = newKubeadmClient(t, filepath.Join(first.KubeadmDir(), "admin.conf"))
+	if c.kubeadmClient, err = newKubeadmClient(filepath.Join(first.KubeadmDir(), "admin.conf")); err != nil {
+		t.Fatal(err)
+	}
 	if c.config.Host != "https://"+c.lb.Endpoint() {
 		t.Fatalf("admin.conf's server is %s, want the balancer, https://%s", c.config.Host, c.lb.Endpoint())
 	}
@@ -697,24 +699,9 @@ func (c *haKubeadm) restoreEtcd(t *testing.T, d drill) string {
 	time.Sleep(10 * time.Second) // writes the restore will take back
 
 	down := time.Now()
-	aside := map[*localnode.Node]string{}
-	defer func() { // put back whatever a failure left out
-		for n, dir := range aside {
-			for _, pod := range controlPlanePods {
-				_ = os.Rename(filepath.Join(dir, pod+".yaml"), filepath.Join(n.KubeadmDir(), "manifests", pod+".yaml"))
-			}
-		}
-	}()
+	var stopped []*stoppedPods
 	for _, n := range c.cp {
-		aside[n] = filepath.Join(n.KubeadmDir(), "manifests.aside")
-		if err := os.MkdirAll(aside[n], 0o700); err != nil {
-			t.Fatal(err)
-		}
-		for _, pod := range controlPlanePods {
-			if err := os.Rename(filepath.Join(n.KubeadmDir(), "manifests", pod+".yaml"), filepath.Join(aside[n], pod+".yaml")); err != nil {
-				t.Fatal(err)
-			}
-		}
+		stopped = append(stopped, stopStaticPods(t, n, controlPlanePods...))
 	}
 	for _, n := range c.cp {
 		c.waitServer(t, n, "DOWN", 2*time.Minute)
@@ -740,10 +727,8 @@ func (c *haKubeadm) restoreEtcd(t *testing.T, d drill) string {
 			t.Fatal(err)
 		}
 	}
-	for _, n := range c.cp {
-		if err := os.Rename(filepath.Join(aside[n], "etcd.yaml"), filepath.Join(n.KubeadmDir(), "manifests", "etcd.yaml")); err != nil {
-			t.Fatal(err)
-		}
+	for _, pods := range stopped {
+		pods.start(t, "etcd")
 	}
 	for _, n := range c.cp {
 		c.waitEtcdMember(t, n, true)
@@ -756,19 +741,8 @@ func (c *haKubeadm) restoreEtcd(t *testing.T, d drill) string {
 	snapshotRev := restoredRev - etcdBumpRevision
 	var rolledBack int
 	d.load.Hold(func() { rolledBack = d.load.Ledger.Restored(snapshotRev, restoredRev) })
-	for _, n := range c.cp {
-		for _, pod := range controlPlanePods {
-			if pod == "etcd" {
-				continue
-			}
-			if err := os.Rename(filepath.Join(aside[n], pod+".yaml"), filepath.Join(n.KubeadmDir(), "manifests", pod+".yaml")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.Remove(aside[n]); err != nil {
-			t.Fatal(err)
-		}
-		delete(aside, n)
+	for _, pods := range stopped {
+		pods.start(t)
 	}
 	for _, n := range c.cp {
 		c.waitServer(t, n, "UP", 3*time.Minute)
@@ -922,6 +896,66 @@ func pspAnnotations(t *testing.T, h *kubeadmClient, namespace string) map[string
 // node, each in /etc/kubernetes/manifests/<name>.yaml.
 var controlPlanePods = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
+// stoppedPods are static pods of a node stopped as kubeadm's guides stop
+// one: their manifests moved out of /etc/kubernetes/manifests, into
+// manifests.aside beside it, until start moves them back.
+type stoppedPods struct {
+	n     *localnode.Node
+	names []string // the pods whose manifests are out
+}
+
+func (s *stoppedPods) manifest(pod string) string {
+	return filepath.Join(s.n.KubeadmDir(), "manifests", pod+".yaml")
+}
+
+func (s *stoppedPods) asideDir() string { return filepath.Join(s.n.KubeadmDir(), "manifests.aside") }
+
+func (s *stoppedPods) aside(pod string) string { return filepath.Join(s.asideDir(), pod+".yaml") }
+
+// stopStaticPods moves the manifests of pods out of n's manifests
+// directory; the kubelet then stops them. Whatever is still out when the
+// test ends goes back.
+func stopStaticPods(t *testing.T, n *localnode.Node, pods ...string) *stoppedPods {
+	t.Helper()
+	s := &stoppedPods{n: n}
+	if err := os.MkdirAll(s.asideDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, pod := range s.names {
+			_ = os.Rename(s.aside(pod), s.manifest(pod))
+		}
+		_ = os.Remove(s.asideDir())
+	})
+	for _, pod := range pods {
+		if err := os.Rename(s.manifest(pod), s.aside(pod)); err != nil {
+			t.Fatal(err)
+		}
+		s.names = append(s.names, pod)
+	}
+	return s
+}
+
+// start moves the manifests of pods (with none, of every pod still out)
+// back; the kubelet then starts them again.
+func (s *stoppedPods) start(t *testing.T, pods ...string) {
+	t.Helper()
+	if len(pods) == 0 {
+		pods = slices.Clone(s.names)
+	}
+	for _, pod := range pods {
+		if err := os.Rename(s.aside(pod), s.manifest(pod)); err != nil {
+			t.Fatal(err)
+		}
+		s.names = slices.DeleteFunc(s.names, func(name string) bool { return name == pod })
+	}
+	if len(s.names) == 0 {
+		if err := os.Remove(s.asideDir()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // renewCertificates renews n's certificates as kubeadm's certificate
 // management guide says, under the load: `kubeadm certs renew all`, then
 // every control-plane static pod restarted, since not every component
@@ -949,32 +983,10 @@ func (c *haKubeadm) renewCertificates(t *testing.T, n *localnode.Node) string {
 		loaded = "already loaded"
 	}
 
-	manifests, aside := filepath.Join(n.KubeadmDir(), "manifests"), filepath.Join(n.KubeadmDir(), "manifests.aside")
-	if err := os.MkdirAll(aside, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	moved := []string{}
-	defer func() {
-		for _, name := range moved {
-			_ = os.Rename(filepath.Join(aside, name), filepath.Join(manifests, name))
-		}
-		_ = os.Remove(aside)
-	}()
-	for _, pod := range controlPlanePods {
-		name := pod + ".yaml"
-		if err := os.Rename(filepath.Join(manifests, name), filepath.Join(aside, name)); err != nil {
-			t.Fatal(err)
-		}
-		moved = append(moved, name)
-	}
+	pods := stopStaticPods(t, n, controlPlanePods...)
 	stopped := c.waitServer(t, n, "DOWN", 2*time.Minute)
 	c.waitEtcdMember(t, n, false)
-	for _, name := range moved {
-		if err := os.Rename(filepath.Join(aside, name), filepath.Join(manifests, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	moved = nil
+	pods.start(t)
 	back := time.Now()
 	c.waitServer(t, n, "UP", 3*time.Minute)
 	c.waitStaticPods(t, n.Name, nil)
@@ -1063,22 +1075,9 @@ func (c *haKubeadm) waitServer(t *testing.T, n *localnode.Node, status string, t
 // does, and waits for the apiserver to serve again.
 func (c *haKubeadm) removeManifest(t *testing.T, n *localnode.Node) string {
 	t.Helper()
-	manifest := filepath.Join(n.KubeadmDir(), "manifests", "kube-apiserver.yaml")
-	aside := filepath.Join(n.KubeadmDir(), "kube-apiserver.yaml.aside")
-	if err := os.Rename(manifest, aside); err != nil {
-		t.Fatal(err)
-	}
-	restored := false
-	defer func() {
-		if !restored {
-			_ = os.Rename(aside, manifest)
-		}
-	}()
+	pods := stopStaticPods(t, n, "kube-apiserver")
 	stopped := c.waitServer(t, n, "DOWN", 2*time.Minute)
-	if err := os.Rename(aside, manifest); err != nil {
-		t.Fatal(err)
-	}
-	restored = true
+	pods.start(t)
 	back := time.Now()
 	c.waitServer(t, n, "UP", 3*time.Minute)
 	return fmt.Sprintf("%s's kube-apiserver.yaml moved out: the kubelet stopped it and haproxy marked it down %s; moved back: up again after %.1f s",

@@ -47,16 +47,7 @@ type kubeadmClient struct {
 }
 
 // newKubeadmClient reads kubeadm's admin.conf.
-func newKubeadmClient(t *testing.T, admin string) kubeadmClient {
-	t.Helper()
-	c, err := newKubeadmClientErr(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func newKubeadmClientErr(admin string) (kubeadmClient, error) {
+func newKubeadmClient(admin string) (kubeadmClient, error) {
 	kubectl, err := framework.Binary("kubectl")
 	if err != nil {
 		return kubeadmClient{}, err
@@ -157,7 +148,7 @@ func prepareKubeadmHost(t *testing.T, cfg localnode.Config) *kubeadmHost {
 // the node's pod network (the bridge localnode configures, in place of an
 // add-on) is up and the node Ready.
 func (h *kubeadmHost) connect(ctx context.Context) error {
-	client, err := newKubeadmClientErr(filepath.Join(h.node.KubeadmDir(), "admin.conf"))
+	client, err := newKubeadmClient(filepath.Join(h.node.KubeadmDir(), "admin.conf"))
 	if err != nil {
 		return err
 	}
