@@ -52,7 +52,7 @@ func CheckHost(cfg Config) error {
 	}
 	missing = append(missing, checkCgroups()...)
 	if cfg.Dir != "" {
-		if m := checkDiskSpace(cfg.Dir); m != "" {
+		if m := LowDisk(cfg.Dir, runHeadroom); m != "" {
 			missing = append(missing, m)
 		}
 	}

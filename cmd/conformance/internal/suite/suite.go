@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/turnstile-k8s/turnstile/cmd/conformance/internal/profiles"
+	"github.com/turnstile-k8s/turnstile/internal/localnode"
 )
 
 // Options are the command's flags (cmd/conformance).
@@ -141,7 +142,9 @@ func Run(o Options) error {
 		}()
 		p.AdmissionConfig = config
 	}
-	if warning := diskWarning(o.Out); warning != "" {
+	// Less than this and specs fail when a node comes under DiskPressure
+	// and evicts their pods, or hydrophone's conformance pod.
+	if warning := localnode.LowDisk(o.Out, runHeadroom); warning != "" {
 		fmt.Println("conformance: warning:", warning)
 	}
 	cluster, err := startCluster(ctx, o, p, dir)
@@ -356,31 +359,9 @@ func runWhileCluster(ctx context.Context, cmd *exec.Cmd, c *cluster, what, logPa
 	return exit, nil
 }
 
-// runHeadroom is about what a run writes to the nodes' file system: the
-// images each node imports, containers, logs.
+// runHeadroom is about what a conformance run writes to the nodes'
+// filesystem: the images of every spec each node imports, containers, logs.
 const runHeadroom = 10 << 30
-
-// diskWarning says when the file system under path (the nodes' state) has
-// less free than the kubelets' eviction threshold (5%, nodefs and imagefs)
-// plus runHeadroom: a node under DiskPressure evicts pods, so specs fail
-// and hydrophone's conformance pod is evicted.
-func diskWarning(path string) string {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(path, &st); err != nil || st.Blocks == 0 {
-		return ""
-	}
-	return lowDisk(path, st.Bavail*uint64(st.Bsize), st.Blocks*uint64(st.Bsize))
-}
-
-// lowDisk is diskWarning's verdict on a file system with free of total
-// bytes free.
-func lowDisk(path string, free, total uint64) string {
-	if free >= total/20+runHeadroom {
-		return ""
-	}
-	return fmt.Sprintf("%s has %.1f GiB free of %.0f GiB; the nodes' kubelets evict pods below 5%% free (%.1f GiB), and a run needs about %d GiB more: free some space first",
-		path, float64(free)/(1<<30), float64(total)/(1<<30), float64(total/20)/(1<<30), runHeadroom>>30)
-}
 
 // sameRelease checks that e2e.test in bin is the release of the control
 // plane's binaries beside it: a suite run against another release's

@@ -77,24 +77,3 @@ func TestWatchdog(t *testing.T) {
 		})
 	}
 }
-
-func TestLowDisk(t *testing.T) {
-	const gib = 1 << 30
-	for _, tt := range []struct {
-		free, total uint64
-		warn        bool
-	}{
-		{free: 26 * gib, total: 252 * gib}, // this machine: 12.6 GiB eviction threshold plus 10
-		{free: 20 * gib, total: 252 * gib, warn: true},
-		{free: 15 * gib, total: 100 * gib},
-		{free: 14 * gib, total: 100 * gib, warn: true},
-	} {
-		got := lowDisk("/x", tt.free, tt.total)
-		if (got != "") != tt.warn {
-			t.Errorf("%d of %d GiB free: %q, want a warning %v", tt.free/gib, tt.total/gib, got, tt.warn)
-		}
-	}
-	if got := lowDisk("/x", 20*gib, 252*gib); !strings.Contains(got, "/x has 20.0 GiB free of 252 GiB; the nodes' kubelets evict pods below 5% free (12.6 GiB)") {
-		t.Errorf("the warning: %q", got)
-	}
-}
