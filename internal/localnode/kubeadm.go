@@ -520,6 +520,10 @@ node:
   ignorePreflightErrors: [SystemVerification, CoreDNSUnsupportedPlugins, CoreDNSMigration]
   patches:
     directory: {{.Patches}}
+{{- if .Reconfigure}}
+  etcdUpgrade: false
+  certificateRenewal: false
+{{- end}}
 {{with .Timeout}}timeouts:
   upgradeManifests: {{.}}
 {{end}}`))
@@ -541,7 +545,7 @@ type UpgradeOptions struct {
 // node's kubeadm (UseBin). The cluster's configuration is the one kubeadm
 // keeps in the kubeadm-config ConfigMap. It returns kubeadm's output.
 func (n *Node) KubeadmUpgradeApply(ctx context.Context, opts UpgradeOptions) (string, error) {
-	return n.kubeadmUpgrade(ctx, opts, "apply", "--yes")
+	return n.kubeadmUpgrade(ctx, opts, false, "apply", "--yes")
 }
 
 // KubeadmUpgradeNode runs `kubeadm upgrade node` on the node with the
@@ -549,21 +553,36 @@ func (n *Node) KubeadmUpgradeApply(ctx context.Context, opts UpgradeOptions) (st
 // apply` (a worker's only renews its kubelet's configuration). It returns
 // kubeadm's output.
 func (n *Node) KubeadmUpgradeNode(ctx context.Context, opts UpgradeOptions) (string, error) {
-	return n.kubeadmUpgrade(ctx, opts, "node")
+	return n.kubeadmUpgrade(ctx, opts, false, "node")
 }
 
-func (n *Node) upgradeConfig(opts UpgradeOptions) ([]byte, error) {
+// KubeadmReconfigure writes the node's control-plane static pod manifests
+// again from the ClusterConfiguration in the kubeadm-config ConfigMap and
+// the node's patches, as kubeadm's guide to reconfiguring a cluster says
+// after an edit of that ConfigMap, with the node's kubeadm: `kubeadm
+// upgrade node phase control-plane`, neither etcd nor the certificates
+// touched. kubeadm writes only the manifests that change and waits for the
+// kubelet to run each (rolling the node back as an upgrade does when one
+// does not come up). It returns kubeadm's output.
+func (n *Node) KubeadmReconfigure(ctx context.Context, opts UpgradeOptions) (string, error) {
+	return n.kubeadmUpgrade(ctx, opts, true, "node", "phase", "control-plane")
+}
+
+func (n *Node) upgradeConfig(opts UpgradeOptions, reconfigure bool) ([]byte, error) {
 	var timeout string
 	if opts.Timeout > 0 {
 		timeout = opts.Timeout.String()
 	}
 	var cfg bytes.Buffer
-	err := kubeadmUpgradeConfig.Execute(&cfg, map[string]string{"Version": opts.Version, "Patches": n.PatchesDir(), "Timeout": timeout})
+	err := kubeadmUpgradeConfig.Execute(&cfg, map[string]any{"Version": opts.Version, "Patches": n.PatchesDir(), "Timeout": timeout, "Reconfigure": reconfigure})
 	return cfg.Bytes(), err
 }
 
-func (n *Node) kubeadmUpgrade(ctx context.Context, opts UpgradeOptions, command string, args ...string) (string, error) {
-	cfg, err := n.upgradeConfig(opts)
+// kubeadmUpgrade runs `kubeadm upgrade <command...>` with the node's
+// UpgradeConfiguration (reconfigure: etcd and the certificates left as
+// they are) and patches.
+func (n *Node) kubeadmUpgrade(ctx context.Context, opts UpgradeOptions, reconfigure bool, command ...string) (string, error) {
+	cfg, err := n.upgradeConfig(opts, reconfigure)
 	if err != nil {
 		return "", err
 	}
@@ -574,9 +593,9 @@ func (n *Node) kubeadmUpgrade(ctx context.Context, opts UpgradeOptions, command 
 	if err := n.writePatches(opts.APIServerImage); err != nil {
 		return "", err
 	}
-	out, err := n.kubeadm(ctx, append([]string{"upgrade", command, "--config=" + config, "--v=1"}, args...)...).CombinedOutput()
+	out, err := n.kubeadm(ctx, append(append([]string{"upgrade"}, command...), "--config="+config, "--v=1")...).CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("kubeadm upgrade %s: %w", command, err)
+		return string(out), fmt.Errorf("kubeadm upgrade %s: %w", strings.Join(command, " "), err)
 	}
 	return string(out), nil
 }

@@ -114,24 +114,31 @@ func TestKubeadmConfigurations(t *testing.T) {
 			wantNode(t, n, cfg.NodeRegistration, cfg.Patches)
 		})
 	}
-	t.Run("upgrade", func(t *testing.T) {
-		data, err := c.Nodes[1].upgradeConfig(UpgradeOptions{Version: "v1.37.2", Timeout: 150 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := configutil.BytesToUpgradeConfiguration(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cfg.Apply.KubernetesVersion != "v1.37.2" || cfg.Timeouts.UpgradeManifests.Duration != 150*time.Second {
-			t.Errorf("version %q, upgradeManifests %v", cfg.Apply.KubernetesVersion, cfg.Timeouts.UpgradeManifests)
-		}
-		for _, p := range []*kubeadmapi.Patches{cfg.Apply.Patches, cfg.Node.Patches} {
-			if p == nil || p.Directory != c.Nodes[1].PatchesDir() {
-				t.Errorf("patches %+v, want the node's", p)
+	for _, reconfigure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("upgrade, reconfigure %t", reconfigure), func(t *testing.T) {
+			data, err := c.Nodes[1].upgradeConfig(UpgradeOptions{Version: "v1.37.2", Timeout: 150 * time.Second}, reconfigure)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	})
+			cfg, err := configutil.BytesToUpgradeConfiguration(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Apply.KubernetesVersion != "v1.37.2" || cfg.Timeouts.UpgradeManifests.Duration != 150*time.Second {
+				t.Errorf("version %q, upgradeManifests %v", cfg.Apply.KubernetesVersion, cfg.Timeouts.UpgradeManifests)
+			}
+			for _, p := range []*kubeadmapi.Patches{cfg.Apply.Patches, cfg.Node.Patches} {
+				if p == nil || p.Directory != c.Nodes[1].PatchesDir() {
+					t.Errorf("patches %+v, want the node's", p)
+				}
+			}
+			// kubeadm defaults both to true: an upgrade moves etcd and renews
+			// the certificates, a reconfiguration neither.
+			if *cfg.Node.EtcdUpgrade == reconfigure || *cfg.Node.CertificateRenewal == reconfigure {
+				t.Errorf("node.etcdUpgrade %t, node.certificateRenewal %t, want both %t", *cfg.Node.EtcdUpgrade, *cfg.Node.CertificateRenewal, !reconfigure)
+			}
+		})
+	}
 }
 
 func wantNode(t *testing.T, n *Node, reg kubeadmapi.NodeRegistrationOptions, patches *kubeadmapi.Patches) {

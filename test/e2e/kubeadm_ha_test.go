@@ -38,6 +38,7 @@ import (
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 	"github.com/turnstile-k8s/turnstile/test/ha"
+	"github.com/turnstile-k8s/turnstile/test/ha/report"
 )
 
 // HAKubeadmEnv must be set for TestHAKubeadm to run; `make test-ha-kubeadm`
@@ -64,8 +65,10 @@ const (
 // drained, its kubelet replaced and restarted, uncordoned, the worker last
 // — where the first attempt on node1 and on node2 gives the new apiserver
 // an admission configuration it refuses, which kubeadm must roll back by
-// itself while the two other nodes serve. Each step is measured and
-// checked by the ledger; the report goes to _output/ha-kubeadm/report.md
+// itself while the two other nodes serve. Then day two on the upgraded
+// cluster: each node's certificates renewed, an etcd snapshot restored to
+// every member, and the way back to upstream's apiserver and forward again
+// (wayBack). Each step is measured and checked by the ledger; the report goes to _output/ha-kubeadm/report.md
 // and report.json.
 // `sudo make test-ha-kubeadm` runs it.
 func TestHAKubeadm(t *testing.T) {
@@ -110,9 +113,10 @@ func TestHAKubeadm(t *testing.T) {
 	stop := sync.OnceFunc(func() { stopLoad(); running.Wait() })
 	t.Cleanup(stop)
 
-	rep := &ha.Report{Title: fmt.Sprintf("%s: three kubeadm control-plane nodes and a worker behind haproxy, %s to %s", t.Name(), e.fromVersion, e.toVersion), Began: began}
+	rep := &report.Report{Title: fmt.Sprintf("%s: three kubeadm control-plane nodes and a worker behind haproxy, %s to %s", t.Name(), e.fromVersion, e.toVersion),
+		Command: "sudo make test-ha-kubeadm", Commit: ha.Commit(), Began: began}
 	passed := true
-	for _, s := range c.steps(e, drill{load: load, namespace: ledgerNS, decisions: decisions}) {
+	for _, s := range c.steps(e, baseline{load: load, namespace: ledgerNS, stream: stream, decisions: decisions, policies: policies}) {
 		if !passed {
 			break // the cluster is in no state for the next step
 		}
@@ -181,7 +185,7 @@ func TestHAKubeadm(t *testing.T) {
 			t.Errorf("alice's pods are decided differently after the upgrade:\nbefore %q\nafter  %q", decisions, after)
 		}
 	})
-	rep.Write(t, os.Getenv(haKubeadmReportEnv))
+	ha.WriteReport(t, rep, os.Getenv(haKubeadmReportEnv))
 }
 
 // haKubeadm is the running cluster: kubeadmClient is admin.conf, whose
@@ -463,11 +467,11 @@ func (c *haKubeadm) converged(ctx context.Context) error {
 // versions is what each node runs: its apiserver's /version, asked
 // directly, and the etcd image its static pod manifest names (control-plane
 // nodes), and its kubelet's version as the node reports it.
-func (c *haKubeadm) versions(ctx context.Context, t *testing.T) []ha.NodeVersions {
+func (c *haKubeadm) versions(ctx context.Context, t *testing.T) []report.NodeVersions {
 	t.Helper()
-	var out []ha.NodeVersions
+	var out []report.NodeVersions
 	for _, n := range c.cluster.Nodes {
-		v := ha.NodeVersions{Node: n.Name}
+		v := report.NodeVersions{Node: n.Name}
 		node, err := c.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Errorf("node %s: %v", n.Name, err)
@@ -590,13 +594,13 @@ const checkSlack = time.Second
 // failed upgrade would wait out whole).
 const upgradeTimeout = 150 * time.Second
 
-func (c *haKubeadm) steps(e upgradeEnv, d drill) []haStep {
+func (c *haKubeadm) steps(e upgradeEnv, b baseline) []haStep {
 	node1, node2, node3 := c.cp[0], c.cp[1], c.cp[2]
 	// The longest a server whose etcd is gone stays in haproxy's rotation.
 	down := localnode.BalancerCheckInterval + localnode.BalancerFall*(localnode.BalancerCheckInterval+etcdHealthcheckTimeout) + checkSlack
 	downBound := fmt.Sprintf("haproxy checks a server at most %s after it fails and takes it out, closing its connections, after %d failed checks %s apart, each failing within the apiserver's etcd health-check timeout, %s; plus %s for the checks' handshakes and answers",
 		localnode.BalancerCheckInterval, localnode.BalancerFall, localnode.BalancerCheckInterval, etcdHealthcheckTimeout, checkSlack)
-	return []haStep{
+	return append([]haStep{
 		{name: "steady state", run: func(t *testing.T) string {
 			time.Sleep(10 * time.Second)
 			return "no fault: the baseline"
@@ -635,17 +639,21 @@ func (c *haKubeadm) steps(e upgradeEnv, d drill) []haStep {
 			return c.renewCertificates(t, node3)
 		}},
 		{name: "etcd snapshot; every member restored from it", run: func(t *testing.T) string {
-			return c.restoreEtcd(t, d)
+			return c.restoreEtcd(t, b)
 		}},
-	}
+	}, c.wayBack(e, b)...)
 }
 
-// drill is what the backup and restore drill needs of the run: its load,
-// the load's namespace, and how PodSecurityPolicy decided alice's pods.
-type drill struct {
+// baseline is what the steps need of the run: its load, the load's
+// namespace and the pod stream, and what was there before the first step
+// (the PodSecurityPolicies and how they decided alice's pods), which the
+// backup and restore drill and the way back must keep.
+type baseline struct {
 	load      *ha.Load
 	namespace string
+	stream    *podStream
 	decisions map[string]string
+	policies  map[string]string
 }
 
 // etcdBumpRevision is how far etcdutl's restore moves etcd's revision past
@@ -668,7 +676,7 @@ const etcdBumpRevision = 1_000_000_000
 // the RBAC that grants them and the app's pods' kubernetes.io/psp
 // annotations must be as at the snapshot, and PodSecurityPolicy must decide
 // alice's pods as before.
-func (c *haKubeadm) restoreEtcd(t *testing.T, d drill) string {
+func (c *haKubeadm) restoreEtcd(t *testing.T, d baseline) string {
 	t.Helper()
 	ctx := t.Context()
 	etcdutl, err := framework.Binary("etcdutl")
@@ -1248,6 +1256,12 @@ func (c *haKubeadm) failedUpgrade(t *testing.T, e upgradeEnv, n *localnode.Node,
 // manifestImage is the image n's static pod manifest of component names.
 func manifestImage(t *testing.T, n *localnode.Node, component string) string {
 	t.Helper()
+	return staticPod(t, n, component).Spec.Containers[0].Image
+}
+
+// staticPod is n's static pod manifest of component.
+func staticPod(t *testing.T, n *localnode.Node, component string) *corev1.Pod {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(n.KubeadmDir(), "manifests", component+".yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -1256,7 +1270,7 @@ func manifestImage(t *testing.T, n *localnode.Node, component string) string {
 	if err := yaml.Unmarshal(data, &pod); err != nil || len(pod.Spec.Containers) == 0 {
 		t.Fatalf("%s's %s manifest: %v", n.Name, component, err)
 	}
-	return pod.Spec.Containers[0].Image
+	return &pod
 }
 
 // containerLogLine is the last line holding text in the logs the kubelet
@@ -1286,13 +1300,52 @@ func containerLogLine(n *localnode.Node, component, text string) string {
 // ones, which the restricted policy admits, and privileged ones, which
 // PodSecurityPolicy refuses; each admitted pod, which no node may run
 // (its node selector matches none), is deleted at once. Each create's
-// decision is recorded with its time.
+// decision is recorded with its time, and checked against what the
+// servers were expected to do when it was sent (expect).
 type podStream struct {
 	client    kubernetes.Interface
 	namespace string
 
 	mu      sync.Mutex
 	creates []podCreate
+	policy  streamPolicy
+}
+
+// streamPolicy is what the servers do with the stream's pods.
+type streamPolicy int
+
+const (
+	// enforced: PodSecurityPolicy enforces on every server.
+	enforced streamPolicy = iota
+	// notEnforced: on no server (audit, off, or upstream's apiserver):
+	// every pod admitted as sent, with no kubernetes.io/psp.
+	notEnforced
+	// changing: some servers enforce and some do not, while a step moves
+	// them one at a time; either decision is right.
+	changing
+)
+
+// expect sets what the servers do with the pods sent from now on.
+func (s *podStream) expect(p streamPolicy) {
+	s.mu.Lock()
+	s.policy = p
+	s.mu.Unlock()
+}
+
+// right says whether a decision is one the servers may make under p: the
+// pod admitted with the policy that admitted it in psp, or refused by
+// PodSecurityPolicy.
+func (p streamPolicy) right(privileged, admitted bool, psp string) bool {
+	enforcedRight := admitted != privileged && (!admitted || psp == "restricted")
+	notEnforcedRight := admitted && psp == ""
+	switch p {
+	case enforced:
+		return enforcedRight
+	case notEnforced:
+		return notEnforcedRight
+	default:
+		return enforcedRight || notEnforcedRight
+	}
 }
 
 type podCreate struct {
@@ -1320,6 +1373,9 @@ func (s *podStream) create(ctx context.Context, i int) {
 			spec.Containers[0].SecurityContext.Privileged = ptr.To(true)
 		}
 	})
+	s.mu.Lock()
+	policy := s.policy
+	s.mu.Unlock()
 	when := time.Now()
 	created, err := s.client.CoreV1().Pods(s.namespace).Create(ctx, p, metav1.CreateOptions{})
 	if ctx.Err() != nil {
@@ -1328,12 +1384,12 @@ func (s *podStream) create(ctx context.Context, i int) {
 	c := podCreate{when: when, done: time.Now(), outcome: "expected"}
 	switch {
 	case err == nil:
-		if privileged || created.Annotations["kubernetes.io/psp"] != "restricted" {
-			c.outcome, c.what = "wrong", fmt.Sprintf("%s (privileged %t) admitted by %q", p.Name, privileged, created.Annotations["kubernetes.io/psp"])
+		if psp := created.Annotations["kubernetes.io/psp"]; !policy.right(privileged, true, psp) {
+			c.outcome, c.what = "wrong", fmt.Sprintf("%s (privileged %t) admitted by %q", p.Name, privileged, psp)
 		}
 		_ = s.client.CoreV1().Pods(s.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "PodSecurityPolicy: unable to admit pod"):
-		if !privileged {
+		if !policy.right(privileged, false, "") {
 			c.outcome, c.what = "wrong", fmt.Sprintf("%s (privileged %t) refused: %v", p.Name, privileged, err)
 		}
 	default:
@@ -1348,10 +1404,10 @@ func (s *podStream) create(ctx context.Context, i int) {
 }
 
 // window counts the creates sent in [from, to).
-func (s *podStream) window(from, to time.Time) *ha.PodCreates {
+func (s *podStream) window(from, to time.Time) *report.PodCreates {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := &ha.PodCreates{}
+	w := &report.PodCreates{}
 	for _, c := range s.creates {
 		if c.when.Before(from) || !c.when.Before(to) {
 			continue

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -399,6 +400,20 @@ func wantDecisions(t *testing.T, decisions map[string]string) {
 // an operator edits it before `kubeadm upgrade apply`.
 func enableAdmissionPlugins(ctx context.Context, t *testing.T, client kubernetes.Interface, plugins string) {
 	t.Helper()
+	editAPIServerConfig(ctx, t, client, func(apiServer map[string]any) {
+		if !slices.ContainsFunc(extraArgs(apiServer), func(a map[string]any) bool { return a["name"] == "enable-admission-plugins" }) {
+			t.Fatalf("kubeadm-config's ClusterConfiguration has no enable-admission-plugins argument: %v", apiServer)
+		}
+		setExtraArg(apiServer, "enable-admission-plugins", plugins)
+	})
+}
+
+// editAPIServerConfig edits the apiServer part of the ClusterConfiguration
+// in the kubeadm-config ConfigMap, as an operator does with `kubectl edit`
+// (kubeadm's guide to reconfiguring a cluster): kubeadm writes the
+// apiservers' manifests from it at every upgrade and reconfiguration.
+func editAPIServerConfig(ctx context.Context, t *testing.T, client kubernetes.Interface, edit func(apiServer map[string]any)) {
+	t.Helper()
 	cm, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -408,16 +423,11 @@ func enableAdmissionPlugins(ctx context.Context, t *testing.T, client kubernetes
 		t.Fatalf("kubeadm-config's ClusterConfiguration: %v", err)
 	}
 	apiServer, _ := cfg["apiServer"].(map[string]any)
-	args, _ := apiServer["extraArgs"].([]any)
-	set := false
-	for _, a := range args {
-		if arg, ok := a.(map[string]any); ok && arg["name"] == "enable-admission-plugins" {
-			arg["value"], set = plugins, true
-		}
+	if apiServer == nil {
+		apiServer = map[string]any{}
+		cfg["apiServer"] = apiServer
 	}
-	if !set {
-		t.Fatalf("kubeadm-config's ClusterConfiguration has no enable-admission-plugins argument:\n%s", cm.Data["ClusterConfiguration"])
-	}
+	edit(apiServer)
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -426,4 +436,36 @@ func enableAdmissionPlugins(ctx context.Context, t *testing.T, client kubernetes
 	if _, err := client.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// extraArgs are apiServer's extraArgs, v1beta4's list of {name, value}.
+func extraArgs(apiServer map[string]any) []map[string]any {
+	list, _ := apiServer["extraArgs"].([]any)
+	var out []map[string]any
+	for _, a := range list {
+		if arg, ok := a.(map[string]any); ok {
+			out = append(out, arg)
+		}
+	}
+	return out
+}
+
+// setExtraArg sets apiServer's extraArgs entry name to value, adding it
+// if it is missing, or removes it when value is "".
+func setExtraArg(apiServer map[string]any, name, value string) {
+	var list []any
+	set := false
+	for _, arg := range extraArgs(apiServer) {
+		if arg["name"] == name {
+			if value == "" {
+				continue
+			}
+			arg["value"], set = value, true
+		}
+		list = append(list, arg)
+	}
+	if !set && value != "" {
+		list = append(list, map[string]any{"name": name, "value": value})
+	}
+	apiServer["extraArgs"] = list
 }

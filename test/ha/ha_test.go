@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/turnstile-k8s/turnstile/test/ha/report"
 )
 
 // EnableEnv must be set for TestHA to run: it needs root, the built
@@ -98,11 +100,12 @@ func TestHA(t *testing.T) {
 	}
 	t.Cleanup(stop)
 
-	title := t.Name()
+	title, command := t.Name(), "sudo make test-ha"
 	if testing.Short() {
 		title += " with -short (one fault of each kind, no rollout; make test-ha runs all)"
+		command = "sudo make test"
 	}
-	rep := &Report{Title: title, Began: began}
+	rep := &report.Report{Title: title, Command: command, Commit: Commit(), Began: began}
 	faultsPassed := true
 	for _, f := range faults() {
 		ok := t.Run(f.name, func(t *testing.T) {
@@ -157,7 +160,7 @@ func TestHA(t *testing.T) {
 		rep.Total = NewStep("whole run", "", time.Since(began), total, lost, 0)
 		t.Logf("whole run: %d writes, %d acknowledged, %d refused (%d deliberately), %d unknown", total.Writes, total.Acked, total.Refused, total.Deliberate, total.Unknown)
 	})
-	rep.Write(t, os.Getenv(ReportEnv))
+	WriteReport(t, rep, os.Getenv(ReportEnv))
 }
 
 func faults() []fault {
