@@ -556,7 +556,7 @@ containerd: ## containerd 2.x (containerd, its runc shim, ctr) for the nodes of 
 # cannot share dpkg's lock.
 TEST_BINARIES := $(sort kube-apiserver kubectl-psp $(DOC_BINARIES) kube-apiserver-planted $(TOOLS) e2e.test ginkgo agnhost coredns busybox-sh govulncheck)
 .PHONY: test-binaries
-test-binaries: $(addprefix $(BIN)/,$(TEST_BINARIES))
+test-binaries: $(addprefix $(BIN)/,$(TEST_BINARIES)) ## Every binary make test's tiers build, linked two at a time (make test runs it first).
 	$(call tier_done,test-binaries)
 
 test: ## Verify, then unit, e2e, every older line's tier, short HA, real-node and conformance-tier tests (the last three as root only, the lines' tier then beside the real nodes), and how long each took. CI runs this.
@@ -682,7 +682,7 @@ test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registr
 # make test-release's check of an older line's air-gap bundle (LINE=1.Y), on
 # the release make release LINE=1.Y wrote for this machine.
 .PHONY: test-release-airgap
-test-release-airgap: $(addprefix $(BIN)/,kubeadm kubelet kube-proxy kubectl)
+test-release-airgap: $(addprefix $(BIN)/,kubeadm kubelet kube-proxy kubectl) ## The air-gap bundle make release wrote for this machine, on a real node that reaches no registry, as root (make test-release runs it for each line; LINE=1.Y for one).
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_AIRGAP=1 \
 		$(GO) test -count=1 -timeout 20m -v -run '^TestReleaseAirGap$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
@@ -700,7 +700,7 @@ test-e2e-images: build $(addprefix $(BIN)/,$(LOCAL_TOOLS)) $(BIN)/local-up node-
 
 # kubeadm's kube-controller-manager, kube-scheduler and etcd images, from our
 # builds of them, for a real `kubeadm init` (the apiserver's is `make image`).
-control-plane-images: $(addprefix $(BIN)/,kube-apiserver-upstream kube-controller-manager kube-scheduler etcd nodeimages)
+control-plane-images: $(addprefix $(BIN)/,kube-apiserver-upstream kube-controller-manager kube-scheduler etcd nodeimages) ## kubeadm's kube-apiserver (upstream's), kube-controller-manager, kube-scheduler and etcd images, from our builds, for a real kubeadm init (make image makes Turnstile's).
 	$(BIN)/nodeimages -out $(NODE_IMAGES_DIR) -bin $(BIN) \
 		-control-plane -kubernetes-version $$($(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 
@@ -732,8 +732,8 @@ test-upgrade: upgrade-from ## kubeadm upgrade apply for real, as root: Turnstile
 # The production shape (docs/kubeadm.md#high-availability): three kubeadm
 # control-plane nodes and a worker behind Debian's haproxy, on containerd
 # 2, upgraded from the older line one node at a time under load, with
-# faults and a failed upgrade; the report in _output/ha-kubeadm.
-test-ha-kubeadm: upgrade-from containerd $(BIN)/etcdutl ## Three kubeadm control-plane nodes and a worker behind haproxy, as root: init, joins, faults, a rolling upgrade from <upgrade-from> with a failed step, every node's certificates renewed, etcd restored from a snapshot, under load; report in _output/ha-kubeadm.
+# faults and a failed upgrade, then day two; the report in _output/ha-kubeadm.
+test-ha-kubeadm: upgrade-from containerd $(BIN)/etcdutl ## Three kubeadm control-plane nodes and a worker behind haproxy, as root: init, joins, faults, a rolling upgrade from <upgrade-from> with a failed step, every node's certificates renewed, etcd restored from a snapshot, the way back to upstream's apiserver and forward, under load; report in _output/ha-kubeadm (docs/results/ha-kubeadm.json is a copy of a run's report.json).
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-ha-kubeadm: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	hack/install-package.sh haproxy haproxy
 	$(UPGRADE_ENV) TURNSTILE_HA_KUBEADM=1 TURNSTILE_CONTAINERD=$(CURDIR)/$(CONTAINERD_DIR) TURNSTILE_HA_KUBEADM_REPORT=$(CURDIR)/$(OUT)/ha-kubeadm/report.md \
@@ -774,7 +774,7 @@ verify: $(addprefix $(BIN)/,$(DOC_BINARIES)) vulncheck ## gofmt, go vet, go.mod 
 	$(GO) run ./cmd/verify-examples -bin $(BIN)
 	$(call tier_done,verify)
 
-update-docs: ## Write docs/reference/components.md from the go.mod files and build/oci, and docs/reference/make.md from this Makefile (make verify checks both; make bump runs this).
+update-docs: ## Write docs/reference/components.md from the go.mod files and build/oci, docs/reference/make.md from this Makefile, and the evidence tables generated from docs/results (make verify checks all three; make bump runs this).
 	$(GO) run ./cmd/verify-docs -write
 
 clean: ## Remove _output.

@@ -38,7 +38,7 @@ import (
 func main() {
 	root := flag.String("root", ".", "the repository: its Markdown files, Makefile")
 	bin := flag.String("bin", "_output/bin", "directory of our built binaries, whose -h lists the flags they accept")
-	write := flag.Bool("write", false, "write "+componentsPage+" from the go.mod files and build/oci and "+makePage+" from the Makefile, and check nothing (make update-docs; make bump runs it)")
+	write := flag.Bool("write", false, "write "+componentsPage+" from the go.mod files and build/oci, "+makePage+" from the Makefile and the tables generated from "+resultsDir+", and check nothing (make update-docs; make bump runs it)")
 	flag.Parse()
 	targets, err := makeTargets(filepath.Join(*root, "Makefile"))
 	if err != nil {
@@ -62,6 +62,9 @@ func main() {
 		}
 		if err == nil {
 			err = os.WriteFile(filepath.Join(*root, makePage), []byte(page), 0o644)
+		}
+		if err == nil {
+			err = writeResults(*root)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "verify-docs: %v\n", err)
@@ -207,6 +210,7 @@ func check(root string, r rules) ([]string, counts, error) {
 	if r.components != nil {
 		problems = append(problems, checkComponentsPage(root, r.components)...)
 		problems = append(problems, checkMakePage(root)...)
+		problems = append(problems, checkResults(root)...)
 	}
 	terms, err := glossaryTerms(root)
 	if err != nil && !os.IsNotExist(err) {

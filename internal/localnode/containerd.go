@@ -23,11 +23,12 @@ import (
 // Each node runs Debian's containerd (1.6) with Debian's runc and CNI
 // plugins, or, with Config.Containerd, containerd 2.x built from the module
 // proxy (build/containerd, `make containerd`). 1.6 is what the distribution
-// ships and what the kubelet v1.36 still supports (it falls back to its own
-// cgroupDriver setting where 1.6 lacks the RuntimeConfig call); 2.1 and
-// later also mount images as volumes (the ImageVolume conformance spec),
-// and the kubelet v1.37 needs 2.x. Building it adds some ten minutes to a
-// cold build, so only make conformance does.
+// ships and what the kubelets of v1.36 and v1.37 still support (they fall
+// back to their own cgroupDriver setting where 1.6 lacks the RuntimeConfig
+// call, a fallback kubeadm v1.37 says 1.38 removes); 2.1 and later also
+// mount images as volumes (the ImageVolume conformance spec). Building it
+// adds some ten minutes to a cold build, so only make conformance and the
+// HA kubeadm test do.
 //
 // The two configurations (1.6's version 2, 2.x's version 3) say the same.
 // The settings that differ from the defaults are the ones this machine
