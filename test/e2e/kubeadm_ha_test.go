@@ -747,8 +747,7 @@ func (c *haKubeadm) restoreEtcd(t *testing.T, d baseline) string {
 	}
 	restoredRev := status.Header.Revision
 	snapshotRev := restoredRev - etcdBumpRevision
-	var rolledBack int
-	d.load.Hold(func() { rolledBack = d.load.Ledger.Restored(snapshotRev, restoredRev) })
+	rolledBack := d.load.Restored(snapshotRev, restoredRev)
 	for _, pods := range stopped {
 		pods.start(t)
 	}

@@ -387,6 +387,9 @@ type Load struct {
 	// gate is held for reading by every request the workers send, so
 	// that Hold can stop the load between requests.
 	gate sync.RWMutex
+	// restores counts Restored's calls: a worker that sees it change
+	// forgets what it knew of its keys.
+	restores atomic.Int64
 }
 
 // Hold runs f while no write is in flight and none starts: the ledger then
@@ -395,6 +398,18 @@ func (l *Load) Hold(f func()) {
 	l.gate.Lock()
 	defer l.gate.Unlock()
 	f()
+}
+
+// Restored records in the ledger that etcd was restored from a snapshot
+// (Ledger.Restored), with the load held, and makes every worker read its
+// keys again before it writes them: a resourceVersion it took for stale
+// may be the current one again, and one it took for current may be gone.
+func (l *Load) Restored(snapshot, now int64) (rolledBack int) {
+	l.Hold(func() {
+		rolledBack = l.Ledger.Restored(snapshot, now)
+		l.restores.Add(1)
+	})
+	return rolledBack
 }
 
 // AttemptKey is the data key that holds an attempt's ID.
@@ -421,13 +436,21 @@ type key struct {
 
 func (l *Load) client(w int) kubernetes.Interface { return l.Clients[w%len(l.Clients)] }
 
+// worker is one worker's state: its keys, how many it created, and the
+// restores it has seen.
+type worker struct {
+	w        int
+	rng      *rand.Rand
+	keys     []*key
+	created  int
+	restores int64
+}
+
 func (l *Load) worker(ctx context.Context, w int) {
-	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
-	var keys []*key
-	created := 0
+	s := &worker{w: w, rng: rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))}
 	for ctx.Err() == nil {
 		l.gate.RLock()
-		keys = l.step(ctx, rng, keys, w, &created)
+		l.step(ctx, s)
 		l.gate.RUnlock()
 		pause(ctx, l.Pause)
 	}
@@ -435,30 +458,38 @@ func (l *Load) worker(ctx context.Context, w int) {
 
 // step sends one write (and, when needed, the read before it). A write
 // cut short by ctx is recorded too, as unknown: it may have been applied.
-func (l *Load) step(ctx context.Context, rng *rand.Rand, keys []*key, w int, created *int) []*key {
-	if len(keys) < 8 || rng.IntN(10) == 0 {
-		k := &key{name: fmt.Sprintf("w%d-%d", w, *created)}
-		*created++
+func (l *Load) step(ctx context.Context, s *worker) {
+	if n := l.restores.Load(); n != s.restores {
+		s.restores = n
+		for _, k := range s.keys {
+			k.rv, k.old = "", ""
+		}
+	}
+	w, rng := s.w, s.rng
+	if len(s.keys) < 8 || rng.IntN(10) == 0 {
+		k := &key{name: fmt.Sprintf("w%d-%d", w, s.created)}
+		s.created++
 		a := l.attempt(k.name, "create")
 		obj, err := l.client(w).CoreV1().ConfigMaps(l.Namespace).Create(ctx, l.configMap(k.name, a.ID, ""), metav1.CreateOptions{})
 		l.finish(a, obj, err)
 		switch a.Outcome {
 		case Acked:
 			k.rv = obj.ResourceVersion
-			keys = append(keys, k)
+			s.keys = append(s.keys, k)
 		case Unknown:
-			keys = append(keys, k) // read it back later to learn
+			s.keys = append(s.keys, k) // read it back later to learn
 		}
-		return keys
+		return
 	}
-	i := rng.IntN(len(keys))
-	k := keys[i]
+	i := rng.IntN(len(s.keys))
+	k := s.keys[i]
 	if k.rv == "" {
 		switch l.refresh(ctx, w, k) {
 		case gone:
-			return slices.Delete(keys, i, i+1)
+			s.keys = slices.Delete(s.keys, i, i+1)
+			return
 		case unread:
-			return keys
+			return
 		}
 	}
 	a := l.attempt(k.name, "update")
@@ -476,7 +507,6 @@ func (l *Load) step(ctx context.Context, rng *rand.Rand, keys []*key, w int, cre
 		// under it (or removes it): read it again.
 		k.rv = ""
 	}
-	return keys
 }
 
 type refreshed int
