@@ -172,8 +172,11 @@ func (w *wayBack) upstream(t *testing.T) string {
 	if _, err := c.client.Discovery().ServerResourcesForGroupVersion("policy/v1beta1"); !apierrors.IsNotFound(err) {
 		t.Errorf("upstream's apiserver and policy/v1beta1: %v, want it not served", err)
 	}
+	// A discovery cache of its own: the run's kubectl cached
+	// policy/v1beta1 from Turnstile, and with it kubectl would ask and be
+	// told 404 rather than find no such resource.
 	const notServed = `the server doesn't have a resource type "podsecuritypolicies"`
-	if out, err := c.run("get", "podsecuritypolicies"); err == nil || !strings.Contains(out, notServed) {
+	if out, err := c.run("--cache-dir", t.TempDir(), "get", "podsecuritypolicies"); err == nil || !strings.Contains(out, notServed) {
 		t.Errorf("kubectl get podsecuritypolicies on upstream's apiserver: %v, want %q:\n%s", err, notServed, out)
 	}
 	if got := storedPolicies(t, c.etcd); !reflect.DeepEqual(got, w.stored) {
