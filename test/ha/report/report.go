@@ -164,7 +164,7 @@ func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 func (r *Report) summary() string {
 	var b strings.Builder
 	t := r.Total
-	fmt.Fprintf(&b, "\nWhole run: %d writes, %d acknowledged, %d refused (%d of them deliberately stale updates), %d unknown; %d lost (ledger errors: acknowledged writes lost or stale, refused writes stored).\n",
+	fmt.Fprintf(&b, "\nWhole run: %d writes, %d acknowledged, %d refused (%d of them deliberately stale updates), %d unknown; %d lost (acknowledged writes lost or stale, refused writes stored).\n",
 		t.Writes, t.Acknowledged, t.Refused, t.Deliberate, t.Unknown, t.Lost)
 	if t.Pods != nil {
 		fmt.Fprintf(&b, "Pod creates decided by PodSecurityPolicy: %d sent, %d decided as expected, %d decided otherwise, %d failed.\n",
