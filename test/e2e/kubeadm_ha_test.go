@@ -116,7 +116,7 @@ func TestHAKubeadm(t *testing.T) {
 	rep := &report.Report{Title: fmt.Sprintf("%s: three kubeadm control-plane nodes and a worker behind haproxy, %s to %s", t.Name(), e.fromVersion, e.toVersion),
 		Command: "sudo make test-ha-kubeadm", Commit: ha.Commit(), Began: began}
 	passed := true
-	for _, s := range c.steps(e, baseline{load: load, namespace: ledgerNS, stream: stream, decisions: decisions, policies: policies}) {
+	for _, s := range c.steps(e, baseline{load: load, namespace: ledgerNS, stream: stream, decisions: decisions}) {
 		if !passed {
 			break // the cluster is in no state for the next step
 		}
@@ -645,15 +645,46 @@ func (c *haKubeadm) steps(e upgradeEnv, b baseline) []haStep {
 }
 
 // baseline is what the steps need of the run: its load, the load's
-// namespace and the pod stream, and what was there before the first step
-// (the PodSecurityPolicies and how they decided alice's pods), which the
-// backup and restore drill and the way back must keep.
+// namespace and the pod stream, and how PodSecurityPolicy decided alice's
+// pods before the first step, which the backup and restore drill and the
+// way back must keep.
 type baseline struct {
 	load      *ha.Load
 	namespace string
 	stream    *podStream
 	decisions map[string]string
-	policies  map[string]string
+}
+
+// pspState is what the cluster holds of PodSecurityPolicy: the policies
+// (UID and spec), the RBAC that grants them and the app's pods'
+// kubernetes.io/psp, which a restore and the way back must keep.
+type pspState struct{ policies, rbac, annotations map[string]string }
+
+func (c *haKubeadm) pspState(t *testing.T) pspState {
+	t.Helper()
+	return pspState{podSecurityPolicies(t, &c.kubeadmClient), pspRBAC(t, &c.kubeadmClient), pspAnnotations(t, &c.kubeadmClient, "app")}
+}
+
+// wantPSPState checks that the cluster holds want of PodSecurityPolicy
+// and decides alice's pods as decisions says, after what.
+func (c *haKubeadm) wantPSPState(t *testing.T, want pspState, decisions map[string]string, after string) {
+	t.Helper()
+	got := c.pspState(t)
+	for _, f := range []struct {
+		what        string
+		got, before map[string]string
+	}{
+		{"the PodSecurityPolicies", got.policies, want.policies},
+		{"the RBAC that grants the PodSecurityPolicies", got.rbac, want.rbac},
+		{"the app's pods' kubernetes.io/psp annotations", got.annotations, want.annotations},
+	} {
+		if !reflect.DeepEqual(f.got, f.before) {
+			t.Errorf("%s differ after %s:\nbefore %v\nafter  %v", f.what, after, f.before, f.got)
+		}
+	}
+	if got := decideAsAlice(t.Context(), t, &c.kubeadmClient); !reflect.DeepEqual(got, decisions) {
+		t.Errorf("alice's pods are decided differently after %s:\nbefore %q\nafter  %q", after, decisions, got)
+	}
 }
 
 // etcdBumpRevision is how far etcdutl's restore moves etcd's revision past
@@ -698,9 +729,9 @@ func (c *haKubeadm) restoreEtcd(t *testing.T, d baseline) string {
 		t.Fatalf("%d ledger errors before the snapshot", problems)
 	}
 	snapshot := filepath.Join(t.TempDir(), "snapshot.db")
-	var policies, rbac, annotations map[string]string
+	var before pspState
 	d.load.Hold(func() {
-		policies, rbac, annotations = podSecurityPolicies(t, &c.kubeadmClient), pspRBAC(t, &c.kubeadmClient), pspAnnotations(t, &c.kubeadmClient, "app")
+		before = c.pspState(t)
 		saveSnapshot(ctx, t, c.etcd, snapshot)
 	})
 	size := fileSize(t, snapshot)
@@ -756,20 +787,9 @@ func (c *haKubeadm) restoreEtcd(t *testing.T, d baseline) string {
 	}
 	downFor := time.Since(down)
 
-	if after := podSecurityPolicies(t, &c.kubeadmClient); !reflect.DeepEqual(after, policies) {
-		t.Errorf("the PodSecurityPolicies after the restore differ from the snapshot's:\nbefore %v\nafter  %v", policies, after)
-	}
-	if after := pspRBAC(t, &c.kubeadmClient); !reflect.DeepEqual(after, rbac) {
-		t.Errorf("the RBAC that grants the PodSecurityPolicies differs after the restore:\nbefore %v\nafter  %v", rbac, after)
-	}
-	if after := pspAnnotations(t, &c.kubeadmClient, "app"); !reflect.DeepEqual(after, annotations) {
-		t.Errorf("the app's pods' kubernetes.io/psp annotations differ after the restore:\nbefore %v\nafter  %v", annotations, after)
-	}
-	if after := decideAsAlice(ctx, t, &c.kubeadmClient); !reflect.DeepEqual(after, d.decisions) {
-		t.Errorf("alice's pods are decided differently after the restore:\nbefore %q\nafter  %q", d.decisions, after)
-	}
+	c.wantPSPState(t, before, d.decisions, "the restore")
 	return fmt.Sprintf("a %.1f MiB snapshot at revision %d; %d writes acknowledged after it rolled back by the restore, as expected; every apiserver and etcd member down for %.0f s; %d PodSecurityPolicies, %d RBAC objects granting them and %d pods' psp annotations as at the snapshot",
-		float64(size)/(1<<20), snapshotRev, rolledBack, downFor.Seconds(), len(policies), len(rbac), len(annotations))
+		float64(size)/(1<<20), snapshotRev, rolledBack, downFor.Seconds(), len(before.policies), len(before.rbac), len(before.annotations))
 }
 
 // waitEtcdMember waits up to 2 minutes for n's etcd member to answer (up)

@@ -42,8 +42,9 @@ type wayBack struct {
 	e upgradeEnv
 	b baseline
 	// As the way back found them: the PodSecurityPolicies' keys in etcd,
-	// the RBAC that grants them, the app's pods' kubernetes.io/psp.
-	stored, rbac, annotations map[string]string
+	// and what the cluster holds of them.
+	stored map[string]string
+	before pspState
 }
 
 func (c *haKubeadm) wayBack(e upgradeEnv, b baseline) []haStep {
@@ -94,7 +95,7 @@ func setAdmissionVolume(apiServer map[string]any, present bool) {
 func (w *wayBack) audit(t *testing.T) string {
 	t.Helper()
 	c := w.c
-	w.stored, w.rbac, w.annotations = storedPolicies(t, c.etcd), pspRBAC(t, &c.kubeadmClient), pspAnnotations(t, &c.kubeadmClient, "app")
+	w.stored, w.before = storedPolicies(t, c.etcd), c.pspState(t)
 	editAPIServerConfig(t.Context(), t, c.client, func(apiServer map[string]any) {
 		setExtraArg(apiServer, "admission-control-config-file", admissionConfigFile)
 		setAdmissionVolume(apiServer, true)
@@ -185,12 +186,12 @@ func (w *wayBack) upstream(t *testing.T) string {
 	c.must(t, "-n", "app", "get", "pods", "-o", "yaml")
 	c.must(t, "-n", "app", "label", "pods", "--all", "turnstile.test/way-back=upstream")
 	c.must(t, "-n", "app", "label", "pods", "--all", "turnstile.test/way-back-")
-	if got := pspAnnotations(t, &c.kubeadmClient, "app"); !reflect.DeepEqual(got, w.annotations) {
-		t.Errorf("the app's pods' kubernetes.io/psp changed under upstream's apiserver:\nbefore %v\nafter  %v", w.annotations, got)
+	if got := pspAnnotations(t, &c.kubeadmClient, "app"); !reflect.DeepEqual(got, w.before.annotations) {
+		t.Errorf("the app's pods' kubernetes.io/psp changed under upstream's apiserver:\nbefore %v\nafter  %v", w.before.annotations, got)
 	}
 	w.wantAdmittedAsSent(t, "by upstream's apiserver")
 	return fmt.Sprintf("each node's patch removed, kubeadm upgrade node phase control-plane: %s; %s served by all three; policy/v1beta1 not served, %d PodSecurityPolicies untouched in etcd, %d pods with kubernetes.io/psp read and labelled",
-		strings.Join(took, ", "), image, len(w.stored), len(w.annotations))
+		strings.Join(took, ", "), image, len(w.stored), len(w.before.annotations))
 }
 
 // turnstile is the upgrade after: kubeadm's own, to the same release with
@@ -232,20 +233,9 @@ func (w *wayBack) enforce(t *testing.T) string {
 	if got := storedPolicies(t, c.etcd); !reflect.DeepEqual(got, w.stored) {
 		t.Errorf("the PodSecurityPolicies in etcd changed on the way back and forward:\nbefore %v\nafter  %v", w.stored, got)
 	}
-	if got := podSecurityPolicies(t, &c.kubeadmClient); !reflect.DeepEqual(got, w.b.policies) {
-		t.Errorf("the PodSecurityPolicies differ after the way back and forward:\nbefore %v\nafter  %v", w.b.policies, got)
-	}
-	if got := pspRBAC(t, &c.kubeadmClient); !reflect.DeepEqual(got, w.rbac) {
-		t.Errorf("the RBAC that grants the PodSecurityPolicies differs after the way back and forward:\nbefore %v\nafter  %v", w.rbac, got)
-	}
-	if got := pspAnnotations(t, &c.kubeadmClient, "app"); !reflect.DeepEqual(got, w.annotations) {
-		t.Errorf("the app's pods' kubernetes.io/psp differ after the way back and forward:\nbefore %v\nafter  %v", w.annotations, got)
-	}
-	if got := decideAsAlice(ctx, t, &c.kubeadmClient); !reflect.DeepEqual(got, w.b.decisions) {
-		t.Errorf("alice's pods are decided differently after the way back and forward:\nbefore %q\nafter  %q", w.b.decisions, got)
-	}
+	c.wantPSPState(t, w.before, w.b.decisions, "the way back and forward")
 	return fmt.Sprintf("kubeadm-config's --enable-admission-plugins=NodeRestriction,PodSecurityPolicy; kubeadm upgrade node phase control-plane: %s; %d PodSecurityPolicies served again as before the way back, alice's pods decided as before the run",
-		strings.Join(took, ", "), len(w.b.policies))
+		strings.Join(took, ", "), len(w.before.policies))
 }
 
 // reconfigure writes n's control-plane manifests again from kubeadm-config
