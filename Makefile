@@ -715,8 +715,9 @@ UPGRADE_FROM_OUT = _output/lines/$(UPGRADE_FROM)
 # kubelet, kube-proxy, images (and local-up and kubectl, for make run's
 # state across lines), and main's.
 .PHONY: upgrade-from
+UPGRADE_FROM_CHECK = [[ "$(LINE)" == "$(MAIN_LINE)" && -n "$(UPGRADE_FROM)" ]] || { echo "$(MAKECMDGOALS): upgrades from an older line (lines/supported: '$(OLDER_LINES)') to main's ($(MAIN_LINE)); LINE=$(LINE)" >&2; exit 2; }
 upgrade-from: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm local-up) node-deps control-plane-images image
-	[[ "$(LINE)" == "$(MAIN_LINE)" && -n "$(UPGRADE_FROM)" ]] || { echo "$(MAKECMDGOALS): upgrades from an older line (lines/supported: '$(OLDER_LINES)') to main's ($(MAIN_LINE)); LINE=$(LINE)" >&2; exit 2; }
+	$(UPGRADE_FROM_CHECK)
 	$(MAKE) --no-print-directory LINE=$(UPGRADE_FROM) image control-plane-images $(addprefix $(UPGRADE_FROM_OUT)/bin/,kubeadm kubelet kube-proxy local-up kubectl)
 UPGRADE_ENV = TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
 	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
@@ -729,16 +730,32 @@ test-upgrade: upgrade-from ## kubeadm upgrade apply for real, as root: Turnstile
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-upgrade: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	$(UPGRADE_ENV) $(GO) test -count=1 -timeout 40m -v -run '^Test(KubeadmUpgradeForReal|LocalUpAcrossLines)$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
-# The production shape (docs/kubeadm.md#high-availability): three kubeadm
-# control-plane nodes and a worker behind Debian's haproxy, on containerd
-# 2, upgraded from the older line one node at a time under load, with
-# faults and a failed upgrade, then day two; the report in _output/ha-kubeadm.
-test-ha-kubeadm: upgrade-from containerd $(BIN)/etcdutl ## Three kubeadm control-plane nodes and a worker behind haproxy, as root: init, joins, faults, a rolling upgrade from <upgrade-from> with a failed step, every node's certificates renewed, etcd restored from a snapshot, the way back to upstream's apiserver and forward, under load; report in _output/ha-kubeadm (docs/results/ha-kubeadm.json is a copy of a run's report.json).
+# The production shape (docs/kubeadm.md#high-availability), air-gapped:
+# three kubeadm control-plane nodes and a worker behind Debian's haproxy,
+# on containerd 2, installed from the older line's release bundle and
+# upgraded one node at a time with main's, under load, with faults and a
+# failed upgrade, then day two; the report in _output/ha-kubeadm. Both
+# releases are made for this machine alone and signed with a key of the
+# run's own, as test-release does.
+HA_KUBEADM_DIR = $(OUT)/ha-kubeadm
+## HA_MISSING_IMAGE: An image of the older line's air-gap bundle that `make test-ha-kubeadm` leaves out of it, to see the run refuse the bundle, naming the image.
+HA_MISSING_IMAGE ?=
+test-ha-kubeadm: build $(addprefix $(BIN)/,kubectl kubeadm etcdutl cosign) node-deps control-plane-images containerd ## Three kubeadm control-plane nodes and a worker behind haproxy, as root, air-gapped: installed from <upgrade-from>'s release bundle, faults, a rolling upgrade with main's bundle with a failed step, every node's certificates renewed, etcd restored from a snapshot, the way back to upstream's apiserver and forward, under load, nothing pulled; HA_MISSING_IMAGE= plants a missing image; report in _output/ha-kubeadm (docs/results/ha-kubeadm.json is a copy of a run's report.json).
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-ha-kubeadm: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
+	$(UPGRADE_FROM_CHECK)
+	$(MAKE) --no-print-directory LINE=$(UPGRADE_FROM) $(addprefix $(UPGRADE_FROM_OUT)/bin/,kubeadm kubelet kube-proxy)
 	hack/install-package.sh haproxy haproxy
-	$(UPGRADE_ENV) TURNSTILE_HA_KUBEADM=1 TURNSTILE_CONTAINERD=$(CURDIR)/$(CONTAINERD_DIR) TURNSTILE_HA_KUBEADM_REPORT=$(CURDIR)/$(OUT)/ha-kubeadm/report.md \
+	rm -rf $(HA_KUBEADM_DIR)/key && mkdir -p $(HA_KUBEADM_DIR)/key
+	cd $(HA_KUBEADM_DIR)/key && COSIGN_PASSWORD=test-ha-kubeadm $(CURDIR)/$(BIN)/cosign generate-key-pair >/dev/null
+	COSIGN_PASSWORD=test-ha-kubeadm $(MAKE) --no-print-directory release ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)" KUBECTL_PSP_PLATFORMS= \
+		RELEASE_LINES=$(UPGRADE_FROM) RELEASE_DIR=$(HA_KUBEADM_DIR)/release RELEASE_SIGNING_KEY=$(CURDIR)/$(HA_KUBEADM_DIR)/key/cosign.key
+	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
+		TURNSTILE_UPGRADE_FROM_VERSION=$$(hack/line.sh version $(UPGRADE_FROM)) TURNSTILE_UPGRADE_FROM_BIN=$(CURDIR)/$(UPGRADE_FROM_OUT)/bin \
+		TURNSTILE_HA_KUBEADM_FROM_RELEASE=$(CURDIR)/$(HA_KUBEADM_DIR)/release/lines/$(UPGRADE_FROM) TURNSTILE_HA_KUBEADM_TO_RELEASE=$(CURDIR)/$(HA_KUBEADM_DIR)/release \
+		TURNSTILE_HA_KUBEADM_PUBLIC_KEY=$(CURDIR)/$(HA_KUBEADM_DIR)/key/cosign.pub TURNSTILE_HA_KUBEADM_MISSING_IMAGE=$(HA_MISSING_IMAGE) \
+		TURNSTILE_HA_KUBEADM=1 TURNSTILE_CONTAINERD=$(CURDIR)/$(CONTAINERD_DIR) TURNSTILE_HA_KUBEADM_REPORT=$(CURDIR)/$(HA_KUBEADM_DIR)/report.md \
 		$(GO) test -count=1 -timeout 75m -v -run '^TestHAKubeadm$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
-	@echo "test-ha-kubeadm: $$(head -1 $(OUT)/ha-kubeadm/report.md) The report: $(OUT)/ha-kubeadm/report.md and report.json" >&2
+	@echo "test-ha-kubeadm: $$(head -1 $(HA_KUBEADM_DIR)/report.md) The report: $(HA_KUBEADM_DIR)/report.md and report.json" >&2
 # <<< upgrade
 
 # etcdutl, with which make test-ha-kubeadm restores every etcd member from a

@@ -153,6 +153,32 @@ func (n *Node) writeContainerdConfig() error {
 	return os.WriteFile(n.containerdConfigFile(), []byte(b.String()), 0o600)
 }
 
+// ImportImages imports image tarballs into the running node's
+// containerd, as importImages does for Config.Images when the node
+// starts: as an operator loads the next release's air-gap bundle before
+// upgrading a node (docs/release.md).
+func (n *Node) ImportImages(ctx context.Context, tarballs ...string) error {
+	return n.importImages(ctx, tarballs)
+}
+
+// Images are the images the node's containerd holds in the CRI's
+// namespace, each name with its manifest digest, as `ctr -n k8s.io
+// images ls` prints them.
+func (n *Node) Images(ctx context.Context) (map[string]string, error) {
+	out, err := exec.CommandContext(ctx, n.cluster.containerdBinary("ctr"), "--address", n.Socket(), "--namespace", "k8s.io", "images", "ls").Output()
+	if err != nil {
+		return nil, fmt.Errorf("listing %s's images: %w", n.Name, err)
+	}
+	images := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		// REF TYPE DIGEST SIZE PLATFORMS LABELS
+		if f := strings.Fields(line); len(f) > 2 {
+			images[f[0]] = f[2]
+		}
+	}
+	return images, nil
+}
+
 // importImages imports every image tarball into the node's containerd, in
 // the namespace the CRI uses, so that the kubelet finds each image by its
 // exact name and never pulls. A later tarball's image replaces an earlier

@@ -261,6 +261,9 @@ type JoinOptions struct {
 	// APIServerImage as its kube-apiserver as for InitOptions.
 	ControlPlane   bool
 	APIServerImage string
+	// PullIfNotPresent is kubeadm's default pull policy, as for
+	// InitOptions.
+	PullIfNotPresent bool
 }
 
 // kubeadmValues are the template's values for the node.
@@ -284,6 +287,9 @@ func (n *Node) initValues(opts InitOptions) map[string]any {
 func (n *Node) joinValues(opts JoinOptions) map[string]any {
 	values := n.kubeadmValues()
 	values["Endpoint"], values["Join"], values["CACertHash"], values["ControlPlane"] = opts.Endpoint, opts.Secrets, opts.CACertHash, opts.ControlPlane
+	if opts.PullIfNotPresent {
+		values["PullPolicy"] = "IfNotPresent"
+	}
 	return values
 }
 
@@ -498,7 +504,8 @@ func (n *Node) CACertHash() (string, error) {
 // kubeadmUpgradeConfig is the configuration of `kubeadm upgrade apply`
 // (the target version) and of `kubeadm upgrade node` on the other nodes:
 // the node's patches (so that the apiserver's image can change with the
-// version, and the kubelet keeps its own settings), images never pulled,
+// version, and the kubelet keeps its own settings), images never pulled
+// (PullIfNotPresent: pulled when missing, kubeadm's default),
 // and how long kubeadm waits for each new static pod before it rolls the
 // node back. Three preflight errors are ignored (init ignores all of its
 // checks instead): SystemVerification, because this machine kind has
@@ -511,12 +518,12 @@ var kubeadmUpgradeConfig = template.Must(template.New("kubeadm-upgrade.yaml").Pa
 kind: UpgradeConfiguration
 apply:
   kubernetesVersion: {{.Version}}
-  imagePullPolicy: Never
+  imagePullPolicy: {{.PullPolicy}}
   ignorePreflightErrors: [SystemVerification, CoreDNSUnsupportedPlugins, CoreDNSMigration]
   patches:
     directory: {{.Patches}}
 node:
-  imagePullPolicy: Never
+  imagePullPolicy: {{.PullPolicy}}
   ignorePreflightErrors: [SystemVerification, CoreDNSUnsupportedPlugins, CoreDNSMigration]
   patches:
     directory: {{.Patches}}
@@ -539,6 +546,9 @@ type UpgradeOptions struct {
 	// Timeout is how long kubeadm waits for each new static pod before it
 	// rolls the node back (zero: kubeadm's default, 5 minutes).
 	Timeout time.Duration
+	// PullIfNotPresent is kubeadm's default pull policy, as for
+	// InitOptions: its preflight pulls what the node lacks.
+	PullIfNotPresent bool
 }
 
 // KubeadmUpgradeApply runs `kubeadm upgrade apply` on the node with the
@@ -574,7 +584,11 @@ func (n *Node) upgradeConfig(opts UpgradeOptions, reconfigure bool) ([]byte, err
 		timeout = opts.Timeout.String()
 	}
 	var cfg bytes.Buffer
-	err := kubeadmUpgradeConfig.Execute(&cfg, map[string]any{"Version": opts.Version, "Patches": n.PatchesDir(), "Timeout": timeout, "Reconfigure": reconfigure})
+	pull := "Never"
+	if opts.PullIfNotPresent {
+		pull = "IfNotPresent"
+	}
+	err := kubeadmUpgradeConfig.Execute(&cfg, map[string]any{"Version": opts.Version, "Patches": n.PatchesDir(), "Timeout": timeout, "Reconfigure": reconfigure, "PullPolicy": pull})
 	return cfg.Bytes(), err
 }
 

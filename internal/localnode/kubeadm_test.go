@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	"k8s.io/kubernetes/cmd/kubeadm/app/componentconfigs"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
@@ -114,9 +115,17 @@ func TestKubeadmConfigurations(t *testing.T) {
 			wantNode(t, n, cfg.NodeRegistration, cfg.Patches)
 		})
 	}
+	t.Run("join, pulling what it lacks", func(t *testing.T) {
+		cfg, err := configutil.BytesToJoinConfiguration(render(t, "join", c.Nodes[3].joinValues(JoinOptions{Endpoint: endpoint, Secrets: *secrets,
+			CACertHash: "sha256:" + strings.Repeat("ab", 32), PullIfNotPresent: true})), configutil.LoadOrDefaultConfigurationOptions{SkipCRIDetect: true})
+		if err != nil || cfg.NodeRegistration.ImagePullPolicy != "IfNotPresent" {
+			t.Errorf("imagePullPolicy %q, %v; want IfNotPresent", cfg.NodeRegistration.ImagePullPolicy, err)
+		}
+	})
 	for _, reconfigure := range []bool{false, true} {
 		t.Run(fmt.Sprintf("upgrade, reconfigure %t", reconfigure), func(t *testing.T) {
-			data, err := c.Nodes[1].upgradeConfig(UpgradeOptions{Version: "v1.37.2", Timeout: 150 * time.Second}, reconfigure)
+			pull := !reconfigure // either way, as the air-gapped run's upgrades and reconfigurations differ
+			data, err := c.Nodes[1].upgradeConfig(UpgradeOptions{Version: "v1.37.2", Timeout: 150 * time.Second, PullIfNotPresent: pull}, reconfigure)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,6 +145,10 @@ func TestKubeadmConfigurations(t *testing.T) {
 			// the certificates, a reconfiguration neither.
 			if *cfg.Node.EtcdUpgrade == reconfigure || *cfg.Node.CertificateRenewal == reconfigure {
 				t.Errorf("node.etcdUpgrade %t, node.certificateRenewal %t, want both %t", *cfg.Node.EtcdUpgrade, *cfg.Node.CertificateRenewal, !reconfigure)
+			}
+			want := map[bool]corev1.PullPolicy{true: corev1.PullIfNotPresent, false: corev1.PullNever}[pull]
+			if cfg.Apply.ImagePullPolicy != want || cfg.Node.ImagePullPolicy != want {
+				t.Errorf("imagePullPolicy apply %q, node %q, want %q", cfg.Apply.ImagePullPolicy, cfg.Node.ImagePullPolicy, want)
 			}
 		})
 	}

@@ -32,9 +32,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/version"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/turnstile-k8s/turnstile/build/oci"
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
 	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 	"github.com/turnstile-k8s/turnstile/test/ha"
@@ -42,13 +44,52 @@ import (
 )
 
 // HAKubeadmEnv must be set for TestHAKubeadm to run; `make test-ha-kubeadm`
-// sets it, with the older line's binaries and images (as for make
-// test-upgrade), containerd 2 and the report's path.
+// sets it, with the older line's binaries (as for make test-upgrade), the
+// two lines' releases and the public key of the test's signing key,
+// containerd 2 and the report's path; and, to see the run refuse a bundle
+// that lacks an image, that image's name.
 const (
 	HAKubeadmEnv       = "TURNSTILE_HA_KUBEADM"
 	haKubeadmReportEnv = "TURNSTILE_HA_KUBEADM_REPORT"
 	haContainerdEnv    = "TURNSTILE_CONTAINERD"
+	haFromReleaseEnv   = "TURNSTILE_HA_KUBEADM_FROM_RELEASE"
+	haToReleaseEnv     = "TURNSTILE_HA_KUBEADM_TO_RELEASE"
+	haPublicKeyEnv     = "TURNSTILE_HA_KUBEADM_PUBLIC_KEY"
+	haMissingImageEnv  = "TURNSTILE_HA_KUBEADM_MISSING_IMAGE"
 )
+
+// haKubeadmEnv is what TestHAKubeadm runs: the two lines' kubeadm and
+// kubelet, the air-gap bundles of their releases and the public key whose
+// private half signed the bundles' lists, and main's node images (the
+// workloads', and upstream's kube-apiserver for the way back).
+type haKubeadmEnv struct {
+	fromVersion, fromBin, toVersion, toBin, toImages string
+	from, to                                         airGapBundle
+	publicKey                                        string
+}
+
+func haKubeadmEnvironment(t *testing.T, skip string) haKubeadmEnv {
+	t.Helper()
+	e := haKubeadmEnv{
+		fromVersion: os.Getenv("TURNSTILE_UPGRADE_FROM_VERSION"),
+		fromBin:     os.Getenv("TURNSTILE_UPGRADE_FROM_BIN"),
+		toImages:    os.Getenv("TURNSTILE_NODE_IMAGES"),
+		publicKey:   os.Getenv(haPublicKeyEnv),
+		// The e2e binaries are stamped as upstream's, so this is main's release.
+		toVersion: version.Get().GitVersion,
+	}
+	from, to := os.Getenv(haFromReleaseEnv), os.Getenv(haToReleaseEnv)
+	if e.fromVersion == "" || e.fromBin == "" || e.toImages == "" || e.publicKey == "" || from == "" || to == "" || os.Geteuid() != 0 {
+		t.Skip(skip)
+	}
+	e.toBin = filepath.Dir(mustBinary(t, "kubeadm"))
+	e.from, e.to = readAirGapBundle(t, from), readAirGapBundle(t, to)
+	if missing := os.Getenv(haMissingImageEnv); missing != "" {
+		e.from = e.from.without(t, missing)
+		t.Logf("%s is left out of the older line's bundle: the run must fail, naming it", missing)
+	}
+	return e
+}
 
 // The production shape, as kubeadm's HA guide builds it and an operator
 // upgrades it: three control-plane nodes with stacked etcd behind haproxy
@@ -72,11 +113,11 @@ const (
 // and report.json.
 // `sudo make test-ha-kubeadm` runs it.
 func TestHAKubeadm(t *testing.T) {
-	skip := fmt.Sprintf("needs root, the older line's binaries and images and several minutes; `sudo make test-ha-kubeadm` runs it (%s=1)", HAKubeadmEnv)
+	skip := fmt.Sprintf("needs root, the older line's binaries, both lines' releases and several minutes; `sudo make test-ha-kubeadm` runs it (%s=1)", HAKubeadmEnv)
 	if os.Getenv(HAKubeadmEnv) == "" {
 		t.Skip(skip)
 	}
-	e := upgradeEnvironment(t, skip)
+	e := haKubeadmEnvironment(t, skip)
 	began := time.Now()
 	c := startHAKubeadm(t, e, os.Getenv(haContainerdEnv))
 	t.Logf("three control-plane nodes and a worker, %s, Ready behind %s after %s", e.fromVersion, c.lb.Endpoint(), time.Since(began).Round(time.Second))
@@ -113,8 +154,9 @@ func TestHAKubeadm(t *testing.T) {
 	stop := sync.OnceFunc(func() { stopLoad(); running.Wait() })
 	t.Cleanup(stop)
 
-	rep := &report.Report{Title: fmt.Sprintf("%s: three kubeadm control-plane nodes and a worker behind haproxy, %s to %s", t.Name(), e.fromVersion, e.toVersion),
-		Command: "sudo make test-ha-kubeadm", Commit: ha.Commit(), Began: began}
+	rep := &report.Report{Title: fmt.Sprintf("%s: three kubeadm control-plane nodes and a worker behind haproxy, %s to %s, air-gapped", t.Name(), e.fromVersion, e.toVersion),
+		Command: "sudo make test-ha-kubeadm", Commit: ha.Commit(), Began: began,
+		Images: &report.Images{Bundles: []string{e.from.summary(e.fromVersion), e.to.summary(e.toVersion)}}}
 	passed := true
 	for _, s := range c.steps(e, baseline{load: load, namespace: ledgerNS, stream: stream, decisions: decisions}) {
 		if !passed {
@@ -165,6 +207,12 @@ func TestHAKubeadm(t *testing.T) {
 		if lost > 0 {
 			t.Errorf("%d ledger errors over the run", lost)
 		}
+		requests := c.registryRequests(t)
+		rep.Images.RegistryRequests = len(requests)
+		if len(requests) > 0 {
+			t.Errorf("the registry, which stands in for every registry and serves nothing, was asked %d times: a node pulled what the bundles should have held:\n%s",
+				len(requests), strings.Join(requests[:min(len(requests), 20)], "\n"))
+		}
 		if !passed {
 			t.Skip("a step failed: the cluster is not upgraded")
 		}
@@ -197,18 +245,27 @@ type haKubeadm struct {
 	cp      []*localnode.Node // node1, node2, node3
 	worker  *localnode.Node
 	etcd    *clientv3.Client
-	// The kube-apiserver images of the two lines.
+	// The kube-apiserver images of the two lines' bundles.
 	fromImage, toImage string
+	// registryLog is the log of the registry the nodes' containerd
+	// would pull from, which serves nothing.
+	registryLog string
+	// bundled holds the nodes that have installed main's bundle.
+	bundled map[*localnode.Node]bool
 }
 
-// startHAKubeadm makes the cluster with the older line's kubeadm, kubelet
-// and images, as kubeadm's HA guide says: haproxy first, `kubeadm init
+// startHAKubeadm makes the cluster with the older line's kubeadm and
+// kubelet, air-gapped: no registry serves an image (localnode's registry
+// stands in for all of them, serves nothing and logs every request) and
+// each node installs the older line's bundle as docs/release.md says,
+// which kubeadm names with its imageRepository, pulling only what a node
+// lacks (kubeadm's default). Then as kubeadm's HA guide says: haproxy first, `kubeadm init
 // --control-plane-endpoint --upload-certs` on node1, the example policies
 // (until they exist PodSecurityPolicy admits no pod, the control plane's
 // mirror pods among them), `kubeadm join --control-plane` on node2 and
 // node3, `kubeadm join` on the worker. Whatever fails, everything is
 // removed when the test ends, and the host is checked to be as it was.
-func startHAKubeadm(t *testing.T, e upgradeEnv, containerd string) *haKubeadm {
+func startHAKubeadm(t *testing.T, e haKubeadmEnv, containerd string) *haKubeadm {
 	t.Helper()
 	before := hostSnapshot(t)
 	// Not t.TempDir(): the kubelet's socket paths must stay short.
@@ -221,13 +278,18 @@ func startHAKubeadm(t *testing.T, e upgradeEnv, containerd string) *haKubeadm {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := localnode.Prepare(localnode.Config{Dir: dir, Bin: e.fromBin, Images: e.images(), Containerd: containerd, Nodes: 4, Layout: layout,
-		Progress: func(format string, args ...any) { t.Logf(format, args...) }})
+	// The workloads' images, which an air-gapped operator brings in too.
+	var workloads []string
+	for _, img := range oci.NodeImages() {
+		workloads = append(workloads, filepath.Join(e.toImages, img.Tarball))
+	}
+	cluster, err := localnode.Prepare(localnode.Config{Dir: dir, Bin: e.fromBin, Images: workloads, Offline: true, SandboxImage: e.from.pause,
+		Containerd: containerd, Nodes: 4, Layout: layout, Progress: func(format string, args ...any) { t.Logf(format, args...) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &haKubeadm{cluster: cluster, cp: cluster.Nodes[:3], worker: cluster.Nodes[3],
-		fromImage: imageName(t, e.fromAPIServerTar), toImage: imageName(t, e.toAPIServerTar)}
+	c := &haKubeadm{cluster: cluster, cp: cluster.Nodes[:3], worker: cluster.Nodes[3], fromImage: e.from.apiserver, toImage: e.to.apiserver,
+		registryLog: filepath.Join(dir, "logs", "registry.log"), bundled: map[*localnode.Node]bool{}}
 	t.Cleanup(func() {
 		if c.etcd != nil {
 			c.etcd.Close()
@@ -251,13 +313,14 @@ func startHAKubeadm(t *testing.T, e upgradeEnv, containerd string) *haKubeadm {
 		if err := n.StartKubeadm(ctx); err != nil {
 			t.Fatal(err)
 		}
+		t.Log(e.from.install(t, n, e.publicKey))
 	}
 	secrets, err := localnode.NewJoinSecrets()
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := c.cp[0]
-	out, err := first.KubeadmInit(ctx, localnode.InitOptions{Version: e.fromVersion, APIServerImage: c.fromImage,
+	out, err := first.KubeadmInit(ctx, localnode.InitOptions{Version: e.fromVersion, ImageRepository: e.from.repository, PullIfNotPresent: true,
 		AdmissionPlugins: []string{"NodeRestriction", "PodSecurityPolicy"}, ControlPlaneEndpoint: c.lb.Endpoint(), Join: secrets})
 	if err != nil || !strings.Contains(out, "You can now join any number of control-plane nodes") {
 		t.Fatalf("kubeadm init: %v\n%s", err, out)
@@ -280,7 +343,7 @@ func startHAKubeadm(t *testing.T, e upgradeEnv, containerd string) *haKubeadm {
 	for _, n := range cluster.Nodes[1:] {
 		controlPlane := n != c.worker
 		out, err := n.KubeadmJoin(ctx, localnode.JoinOptions{Endpoint: c.lb.Endpoint(), Secrets: *secrets, CACertHash: hash,
-			ControlPlane: controlPlane, APIServerImage: c.fromImage})
+			ControlPlane: controlPlane, PullIfNotPresent: true})
 		if err != nil || !strings.Contains(out, "This node has joined the cluster") {
 			t.Fatalf("kubeadm join on %s: %v\n%s", n.Name, err, out)
 		}
@@ -594,7 +657,7 @@ const checkSlack = time.Second
 // failed upgrade would wait out whole).
 const upgradeTimeout = 150 * time.Second
 
-func (c *haKubeadm) steps(e upgradeEnv, b baseline) []haStep {
+func (c *haKubeadm) steps(e haKubeadmEnv, b baseline) []haStep {
 	node1, node2, node3 := c.cp[0], c.cp[1], c.cp[2]
 	// The longest a server whose etcd is gone stays in haproxy's rotation.
 	down := localnode.BalancerCheckInterval + localnode.BalancerFall*(localnode.BalancerCheckInterval+etcdHealthcheckTimeout) + checkSlack
@@ -1114,13 +1177,14 @@ func (c *haKubeadm) removeManifest(t *testing.T, n *localnode.Node) string {
 // upgradeNode upgrades n as kubeadm's upgrade guide says: `kubeadm upgrade
 // apply` (first) or `kubeadm upgrade node` with the new kubeadm, then
 // drain, the new kubelet, uncordon.
-func (c *haKubeadm) upgradeNode(t *testing.T, e upgradeEnv, n *localnode.Node, first bool) string {
+func (c *haKubeadm) upgradeNode(t *testing.T, e haKubeadmEnv, n *localnode.Node, first bool) string {
 	t.Helper()
 	ctx := t.Context()
+	bundle := c.installBundle(t, e, n)
 	if err := n.UseBin(e.toBin); err != nil {
 		t.Fatal(err)
 	}
-	opts := localnode.UpgradeOptions{Version: e.toVersion, APIServerImage: c.toImage, Timeout: upgradeTimeout}
+	opts := localnode.UpgradeOptions{Version: e.toVersion, Timeout: upgradeTimeout, PullIfNotPresent: true}
 	began := time.Now()
 	command := "kubeadm upgrade node"
 	want := []string{"[upgrade/kubelet-config] The kubelet configuration for this node was successfully upgraded!"}
@@ -1165,7 +1229,37 @@ func (c *haKubeadm) upgradeNode(t *testing.T, e upgradeEnv, n *localnode.Node, f
 	if n != c.worker {
 		wantMirrorPodsAdmitted(t, &c.kubeadmClient, n.Name, map[string]string{"kube-apiserver": c.toImage})
 	}
-	return fmt.Sprintf("%s on %s took %.0f s, drain %.0f s; kubelet %s restarted, node uncordoned", command, n.Name, upgraded.Seconds(), drainTook.Seconds(), e.toVersion)
+	return fmt.Sprintf("%s%s on %s took %.0f s, drain %.0f s; kubelet %s restarted, node uncordoned", bundle, command, n.Name, upgraded.Seconds(), drainTook.Seconds(), e.toVersion)
+}
+
+// installBundle installs main's bundle on n before n's first upgrade, as
+// an operator loads the next release's images before upgrading a node;
+// it says so the first time, and nothing after.
+func (c *haKubeadm) installBundle(t *testing.T, e haKubeadmEnv, n *localnode.Node) string {
+	t.Helper()
+	if c.bundled[n] {
+		return ""
+	}
+	did := e.to.install(t, n, e.publicKey)
+	c.bundled[n] = true
+	return did + "; "
+}
+
+// registryRequests are the lines of the registry's log: each a request a
+// node's containerd made for an image it lacked.
+func (c *haKubeadm) registryRequests(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(c.registryLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line != "" {
+			requests = append(requests, line)
+		}
+	}
+	return requests
 }
 
 // badAdmissionConfig is an admission configuration Turnstile refuses: a
@@ -1241,8 +1335,9 @@ func (c *haKubeadm) refusedUpgrade(t *testing.T, n *localnode.Node, upgrade func
 // fails. The node must then serve its old version again; until its kubelet
 // reaches it, the node is NotReady, and kubeadm's preflight refuses to
 // run again (the step's convergence waits for it).
-func (c *haKubeadm) failedUpgrade(t *testing.T, e upgradeEnv, n *localnode.Node, first bool) string {
+func (c *haKubeadm) failedUpgrade(t *testing.T, e haKubeadmEnv, n *localnode.Node, first bool) string {
 	t.Helper()
+	bundle := c.installBundle(t, e, n)
 	if err := n.UseBin(e.toBin); err != nil {
 		t.Fatal(err)
 	}
@@ -1250,7 +1345,7 @@ func (c *haKubeadm) failedUpgrade(t *testing.T, e upgradeEnv, n *localnode.Node,
 	if first {
 		command, upgrade = "kubeadm upgrade apply", n.KubeadmUpgradeApply
 	}
-	out, err, took, refusal := c.refusedUpgrade(t, n, upgrade, localnode.UpgradeOptions{Version: e.toVersion, APIServerImage: c.toImage, Timeout: upgradeTimeout})
+	out, err, took, refusal := c.refusedUpgrade(t, n, upgrade, localnode.UpgradeOptions{Version: e.toVersion, Timeout: upgradeTimeout, PullIfNotPresent: true})
 	const rolledBack = "couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state"
 	if err == nil || !strings.Contains(out, rolledBack) {
 		t.Fatalf("%s with an admission configuration the new apiserver refuses: %v, want kubeadm's rollback (%q)\n%s", command, err, rolledBack, out)
@@ -1268,8 +1363,8 @@ func (c *haKubeadm) failedUpgrade(t *testing.T, e upgradeEnv, n *localnode.Node,
 	if err != nil || !strings.HasPrefix(v.GitVersion, e.fromVersion+"+turnstile.") {
 		t.Fatalf("%s's apiserver after the rollback: %+v, %v; want the old Turnstile %s", n.Name, v, err, e.fromVersion)
 	}
-	return fmt.Sprintf("%s failed after %.0f s and rolled the apiserver back; the new apiserver said %q; %s serves %s again, with etcd %s",
-		command, took.Seconds(), refusal, n.Name, v.GitVersion, manifestImageTag(t, n, "etcd"))
+	return fmt.Sprintf("%s%s failed after %.0f s and rolled the apiserver back; the new apiserver said %q; %s serves %s again, with etcd %s",
+		bundle, command, took.Seconds(), refusal, n.Name, v.GitVersion, manifestImageTag(t, n, "etcd"))
 }
 
 // manifestImage is the image n's static pod manifest of component names.

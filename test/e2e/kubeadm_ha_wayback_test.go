@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -32,14 +33,16 @@ import (
 // control-plane`, as kubeadm's guide to reconfiguring a cluster says, so
 // that the next upgrade keeps the change. Back: PodSecurityPolicy to audit
 // (an AdmissionConfiguration file on each node), then off, then upstream's
-// kube-apiserver image (the node's patch removed). Forward: Turnstile's
-// image again with `kubeadm upgrade apply` and `kubeadm upgrade node`,
-// then PodSecurityPolicy enforced. The stored policies must be inert on
+// kube-apiserver image, which the air-gapped operator brings to each node
+// and names in a kubeadm patch (kubeadm's imageRepository names the
+// bundle's, ours). Forward: Turnstile's image again, the patch removed,
+// with `kubeadm upgrade apply` and `kubeadm upgrade node`, then
+// PodSecurityPolicy enforced. The stored policies must be inert on
 // upstream's apiserver and come back unchanged; the pod stream's decisions
 // follow each pass.
 type wayBack struct {
 	c *haKubeadm
-	e upgradeEnv
+	e haKubeadmEnv
 	b baseline
 	// As the way back found them: the PodSecurityPolicies' keys in etcd,
 	// and what the cluster holds of them.
@@ -47,7 +50,7 @@ type wayBack struct {
 	before pspState
 }
 
-func (c *haKubeadm) wayBack(e upgradeEnv, b baseline) []haStep {
+func (c *haKubeadm) wayBack(e haKubeadmEnv, b baseline) []haStep {
 	w := &wayBack{c: c, e: e, b: b}
 	return []haStep{
 		{name: "way back: PodSecurityPolicy to audit, one node at a time", run: w.audit},
@@ -112,7 +115,7 @@ func (w *wayBack) audit(t *testing.T) string {
 				t.Fatal(err)
 			}
 		}
-		took = append(took, w.reconfigure(t, n, c.toImage))
+		took = append(took, w.reconfigure(t, n, ""))
 		if got := manifestFlag(t, n, "admission-control-config-file"); got != admissionConfigFile {
 			t.Errorf("%s's apiserver has --admission-control-config-file=%q, want %s", n.Name, got, admissionConfigFile)
 		}
@@ -133,7 +136,7 @@ func (w *wayBack) off(t *testing.T) string {
 	})
 	var took []string
 	for _, n := range c.cp {
-		took = append(took, w.reconfigure(t, n, c.toImage))
+		took = append(took, w.reconfigure(t, n, ""))
 		if got := manifestFlag(t, n, "enable-admission-plugins"); got != "NodeRestriction" {
 			t.Errorf("%s's apiserver has --enable-admission-plugins=%q, want NodeRestriction alone", n.Name, got)
 		}
@@ -146,17 +149,20 @@ func (w *wayBack) off(t *testing.T) string {
 }
 
 // upstream moves every apiserver to upstream's image of the same release
-// (each node's patch removed), then checks that nothing Turnstile stored
+// (imported on each node, named by its patch), then checks that nothing Turnstile stored
 // troubles it: policy/v1beta1 is not served, the policies lie in etcd
 // untouched, and the pods that carry kubernetes.io/psp read and update
 // as any other.
 func (w *wayBack) upstream(t *testing.T) string {
 	t.Helper()
 	c := w.c
-	image := upstreamAPIServerImage(t, w.e.toVersion)
+	image, tarball := upstreamAPIServerImage(t, w.e.toVersion)
 	var took []string
 	for _, n := range c.cp {
-		took = append(took, w.reconfigure(t, n, ""))
+		if err := n.ImportImages(t.Context(), filepath.Join(w.e.toImages, tarball)); err != nil {
+			t.Fatal(err)
+		}
+		took = append(took, w.reconfigure(t, n, image))
 		if got := manifestImage(t, n, "kube-apiserver"); got != image {
 			t.Errorf("%s's apiserver manifest runs %s, want upstream's %s", n.Name, got, image)
 		}
@@ -190,16 +196,17 @@ func (w *wayBack) upstream(t *testing.T) string {
 		t.Errorf("the app's pods' kubernetes.io/psp changed under upstream's apiserver:\nbefore %v\nafter  %v", w.before.annotations, got)
 	}
 	w.wantAdmittedAsSent(t, "by upstream's apiserver")
-	return fmt.Sprintf("each node's patch removed, kubeadm upgrade node phase control-plane: %s; %s served by all three; policy/v1beta1 not served, %d PodSecurityPolicies untouched in etcd, %d pods with kubernetes.io/psp read and labelled",
+	return fmt.Sprintf("on each node upstream's image imported and named by its patch, kubeadm upgrade node phase control-plane: %s; %s served by all three; policy/v1beta1 not served, %d PodSecurityPolicies untouched in etcd, %d pods with kubernetes.io/psp read and labelled",
 		strings.Join(took, ", "), image, len(w.stored), len(w.before.annotations))
 }
 
 // turnstile is the upgrade after: kubeadm's own, to the same release with
-// Turnstile's image again (the patch back), PodSecurityPolicy still off.
+// Turnstile's image again (the patch removed: kubeadm's name, the
+// bundle's), PodSecurityPolicy still off.
 func (w *wayBack) turnstile(t *testing.T) string {
 	t.Helper()
 	c, ctx := w.c, t.Context()
-	opts := localnode.UpgradeOptions{Version: w.e.toVersion, APIServerImage: c.toImage, Timeout: upgradeTimeout}
+	opts := localnode.UpgradeOptions{Version: w.e.toVersion, Timeout: upgradeTimeout, PullIfNotPresent: true}
 	var took []string
 	for i, n := range c.cp {
 		began := time.Now()
@@ -227,7 +234,7 @@ func (w *wayBack) enforce(t *testing.T) string {
 	w.b.stream.expect(changing)
 	var took []string
 	for _, n := range c.cp {
-		took = append(took, w.reconfigure(t, n, c.toImage))
+		took = append(took, w.reconfigure(t, n, ""))
 	}
 	w.b.stream.expect(enforced)
 	if got := storedPolicies(t, c.etcd); !reflect.DeepEqual(got, w.stored) {
@@ -239,20 +246,18 @@ func (w *wayBack) enforce(t *testing.T) string {
 }
 
 // reconfigure writes n's control-plane manifests again from kubeadm-config
-// with apiserverImage (empty: upstream's) and waits for the apiserver to
-// serve; it says how long that took.
+// with a patch that runs apiserverImage (empty: no patch, kubeadm's own
+// name, the bundle's Turnstile) and waits for the apiserver to serve; it
+// says how long that took.
 func (w *wayBack) reconfigure(t *testing.T, n *localnode.Node, apiserverImage string) string {
 	t.Helper()
 	began := time.Now()
-	out, err := n.KubeadmReconfigure(t.Context(), localnode.UpgradeOptions{Version: w.e.toVersion, APIServerImage: apiserverImage, Timeout: upgradeTimeout})
+	out, err := n.KubeadmReconfigure(t.Context(), localnode.UpgradeOptions{Version: w.e.toVersion, APIServerImage: apiserverImage, Timeout: upgradeTimeout, PullIfNotPresent: true})
 	const done = "[upgrade/control-plane] The control plane instance for this node was successfully upgraded!"
 	if err != nil || !strings.Contains(out, done) {
 		t.Fatalf("kubeadm upgrade node phase control-plane on %s: %v, want %q in its output:\n%s", n.Name, err, done, out)
 	}
-	if apiserverImage == "" {
-		apiserverImage = upstreamAPIServerImage(t, w.e.toVersion)
-	}
-	w.serving(t, n, apiserverImage)
+	w.serving(t, n, cmp.Or(apiserverImage, w.c.toImage))
 	return fmt.Sprintf("%s %.0f s", n.Name, time.Since(began).Seconds())
 }
 
@@ -275,17 +280,18 @@ func (w *wayBack) wantAdmittedAsSent(t *testing.T, how string) {
 	}
 }
 
-// upstreamAPIServerImage is the kube-apiserver image kubeadm names for
-// version, which the nodes imported with the control plane's images.
-func upstreamAPIServerImage(t *testing.T, version string) string {
+// upstreamAPIServerImage is upstream's kube-apiserver image of version,
+// under kubeadm's default name, and its tarball among make
+// control-plane-images'.
+func upstreamAPIServerImage(t *testing.T, version string) (image, tarball string) {
 	t.Helper()
 	for _, img := range oci.ControlPlaneImages(version) {
 		if img.Name == "kube-apiserver" {
-			return img.Tags[0]
+			return img.Tags[0], img.Tarball
 		}
 	}
 	t.Fatal("build/oci names no kube-apiserver control-plane image")
-	return ""
+	return "", ""
 }
 
 // manifestFlag is the value of --name in n's kube-apiserver manifest, or

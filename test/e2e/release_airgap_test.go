@@ -4,7 +4,11 @@
 package e2e
 
 import (
+	"archive/tar"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +21,8 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -46,34 +52,24 @@ func TestReleaseAirGap(t *testing.T) {
 		t.Skip("needs root: the node creates network namespaces, a bridge, cgroups and mounts (make test-release runs it)")
 	}
 	dir := releaseDir(t)
-	base := filepath.Join(dir, oci.AirGapArchive("linux", runtime.GOARCH))
-	if _, err := os.Stat(base + ".oci.tar"); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, oci.AirGapArchive("linux", runtime.GOARCH)+".oci.tar")); err != nil {
 		t.Skip("no air-gap bundle in the release: make release builds one (AIRGAP= leaves it out, as make test-e2e's does); make test-release runs this")
 	}
-	list := readAirGapList(t, base+".txt")
+	b := readAirGapBundle(t, dir)
+	list := b.images
 	kubeadm, err := framework.Binary("kubeadm")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The e2e binaries are stamped as upstream's: this is the release's Kubernetes version.
 	kubernetesVersion := version.Get().GitVersion
-	apiserver, err := reference.ParseNormalizedNamed(list[0].name)
-	if err != nil || !strings.HasSuffix(reference.Path(apiserver), "/kube-apiserver") {
-		t.Fatalf("the list's first image is not kube-apiserver: %v, %s", err, list[0].name)
-	}
-	// turnstile-k8s, as an operator gives it to kubeadm.
-	repository := path.Dir(reference.FamiliarName(apiserver))
 	digest := map[string]string{}
-	var pause string
 	for _, img := range list {
 		digest[img.name] = img.digest
-		if strings.Contains(img.name, "/pause:") {
-			pause = img.name
-		}
 	}
 
 	t.Run("the list is what kubeadm names, and ours", func(t *testing.T) {
-		out, err := exec.Command(kubeadm, "config", "images", "list", "--image-repository", repository, "--kubernetes-version", kubernetesVersion).CombinedOutput()
+		out, err := exec.Command(kubeadm, "config", "images", "list", "--image-repository", b.repository, "--kubernetes-version", kubernetesVersion).CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubeadm config images list: %v\n%s", err, out)
 		}
@@ -92,12 +88,12 @@ func TestReleaseAirGap(t *testing.T) {
 		// The last is ours under the release's own tag.
 		if !slices.Equal(got[:len(got)-1], want) || !strings.Contains(got[len(got)-1], "/kube-apiserver:v") || digest[got[0]] != digest[got[len(got)-1]] {
 			t.Errorf("the bundle's list:\n  %s\nkubeadm config images list (%s, %s):\n  %s\nand ours under its own tag, the same digest",
-				strings.Join(got, "\n  "), repository, kubernetesVersion, strings.Join(want, "\n  "))
+				strings.Join(got, "\n  "), b.repository, kubernetesVersion, strings.Join(want, "\n  "))
 		}
 	})
 
-	h := newKubeadmHost(t, localnode.Config{Bin: filepath.Dir(kubeadm), Images: []string{base + ".oci.tar"}, Offline: true, SandboxImage: pause},
-		localnode.InitOptions{Version: kubernetesVersion, ImageRepository: repository, Addons: true, PullIfNotPresent: true,
+	h := newKubeadmHost(t, localnode.Config{Bin: filepath.Dir(kubeadm), Images: []string{b.archive}, Offline: true, SandboxImage: b.pause},
+		localnode.InitOptions{Version: kubernetesVersion, ImageRepository: b.repository, Addons: true, PullIfNotPresent: true,
 			AdmissionPlugins: []string{"NodeRestriction"}})
 	ctx, client := t.Context(), h.client
 	registryLog := filepath.Join(h.dir, "logs", "registry.log")
@@ -137,19 +133,13 @@ func TestReleaseAirGap(t *testing.T) {
 		// An imported image has no repository digest for the kubelet to
 		// report (its imageID is the configuration's digest): containerd
 		// keeps each under its name with the list's manifest digest.
-		out, err := exec.Command("ctr", "--address", h.node.Socket(), "--namespace", "k8s.io", "images", "ls").CombinedOutput()
+		imported, err := h.node.Images(ctx)
 		if err != nil {
-			t.Fatalf("ctr images ls: %v\n%s", err, out)
-		}
-		imported := map[string]string{}
-		for _, line := range strings.Split(string(out), "\n")[1:] {
-			if f := strings.Fields(line); len(f) > 2 {
-				imported[f[0]] = f[2]
-			}
+			t.Fatal(err)
 		}
 		for name, d := range digest {
 			if imported[name] != d {
-				t.Errorf("containerd has %s at %q; the bundle's list says %s\n%s", name, imported[name], d, out)
+				t.Errorf("containerd has %s at %q; the bundle's list says %s", name, imported[name], d)
 			}
 		}
 		for _, component := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kube-proxy", "coredns"} {
@@ -234,4 +224,202 @@ func readAirGapList(t *testing.T, file string) []airGapImage {
 		t.Fatalf("%s lists %d images", file, len(list))
 	}
 	return list
+}
+
+// airGapBundle is a release's air-gap bundle for this machine's platform:
+// its OCI layout archive and the archive's signed image list.
+type airGapBundle struct {
+	archive, list string
+	images        []airGapImage
+	// repository is the images' (kubeadm's imageRepository), apiserver
+	// and pause the bundle's kube-apiserver and pause under kubeadm's names.
+	repository, apiserver, pause string
+}
+
+// readAirGapBundle reads the bundle of the release in dir.
+func readAirGapBundle(t *testing.T, dir string) airGapBundle {
+	t.Helper()
+	base := filepath.Join(dir, oci.AirGapArchive("linux", runtime.GOARCH))
+	b := airGapBundle{archive: base + ".oci.tar", list: base + ".txt", images: readAirGapList(t, base+".txt")}
+	if _, err := os.Stat(b.archive); err != nil {
+		t.Fatalf("the release in %s has no air-gap bundle: %v", dir, err)
+	}
+	ref, err := reference.ParseNormalizedNamed(b.images[0].name)
+	if err != nil || !strings.HasSuffix(reference.Path(ref), "/kube-apiserver") {
+		t.Fatalf("%s: the first image is not kube-apiserver: %v, %s", b.list, err, b.images[0].name)
+	}
+	// As kubeadm writes it into the manifest.
+	b.apiserver = reference.FamiliarString(ref)
+	b.repository = path.Dir(reference.FamiliarName(ref))
+	for _, img := range b.images {
+		if strings.Contains(img.name, "/pause:") {
+			b.pause = img.name
+		}
+	}
+	if b.pause == "" {
+		t.Fatalf("%s names no pause image", b.list)
+	}
+	return b
+}
+
+// summary names the bundle, of release version, for a report.
+func (b airGapBundle) summary(version string) string {
+	return fmt.Sprintf("%s's %s (%d images, %s/...)", version, filepath.Base(b.archive), len(b.images), b.repository)
+}
+
+// install loads the bundle on n as docs/release.md tells an operator to:
+// the list's signature verified with cosign and publicKey, offline; the
+// archive imported into n's containerd; and every image of the list held
+// there under its name with the list's digest. A missing image fails the
+// test, named. It says what it did.
+func (b airGapBundle) install(t *testing.T, n *localnode.Node, publicKey string) string {
+	t.Helper()
+	ctx := t.Context()
+	cosign := exec.CommandContext(ctx, mustBinary(t, "cosign"), "verify-blob", "--key", publicKey, "--insecure-ignore-tlog=true", "--bundle", b.list+".sigstore.json", b.list)
+	// No TUF root, no Rekor, no Fulcio: nothing here may reach them.
+	cosign.Env = append(os.Environ(), "HOME="+t.TempDir(), "SIGSTORE_NO_CACHE=1")
+	if out, err := cosign.CombinedOutput(); err != nil {
+		t.Fatalf("%s: cosign verify-blob %s: %v\n%s", n.Name, b.list, err, out)
+	}
+	if err := n.ImportImages(ctx, b.archive); err != nil {
+		t.Fatal(err)
+	}
+	held, err := n.Images(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range b.images {
+		if got := held[img.name]; got != img.digest {
+			t.Fatalf("%s: the signed list %s names %s@%s, which containerd does not hold after importing %s (it holds %q): the bundle lacks it",
+				n.Name, filepath.Base(b.list), img.name, img.digest, filepath.Base(b.archive), got)
+		}
+	}
+	return fmt.Sprintf("%s: %s's signature verified, %d images imported as signed", n.Name, filepath.Base(b.list), len(b.images))
+}
+
+// without is a copy of the bundle whose archive lacks image (its list
+// still names it): the bundle a broken release or a truncated copy would
+// give an operator.
+func (b airGapBundle) without(t *testing.T, image string) airGapBundle {
+	t.Helper()
+	// The archive names each image as containerd does, fully.
+	ref, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		t.Fatalf("the image to leave out, %q: %v", image, err)
+	}
+	image = ref.String()
+	in, err := os.Open(b.archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	b.archive = filepath.Join(t.TempDir(), filepath.Base(b.archive))
+	out, err := os.Create(b.archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	r, w := tar.NewReader(in), tar.NewWriter(out)
+	dropped := 0
+	for {
+		h, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if path.Clean(h.Name) == "index.json" {
+			var index map[string]any
+			if err := json.Unmarshal(data, &index); err != nil {
+				t.Fatalf("%s's index.json: %v", b.archive, err)
+			}
+			manifests, _ := index["manifests"].([]any)
+			index["manifests"] = slices.DeleteFunc(manifests, func(m any) bool {
+				annotations, _ := m.(map[string]any)["annotations"].(map[string]any)
+				if annotations["io.containerd.image.name"] == image {
+					dropped++
+					return true
+				}
+				return false
+			})
+			if data, err = json.Marshal(index); err != nil {
+				t.Fatal(err)
+			}
+			h.Size = int64(len(data))
+		}
+		if err := w.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dropped == 0 {
+		t.Fatalf("%s holds no image %s to leave out", filepath.Base(b.archive), image)
+	}
+	return b
+}
+
+// A bundle without an image is a copy of the archive less that image's
+// entry in index.json, the image named as kubeadm and operators name it.
+func TestAirGapBundleWithout(t *testing.T) {
+	names := []string{"docker.io/turnstile-k8s/kube-apiserver:v1.37.2", "docker.io/turnstile-k8s/pause:3.10.1"}
+	images := map[string]v1.Image{}
+	for _, n := range names {
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		images[n] = img
+	}
+	archive := filepath.Join(t.TempDir(), "airgap-images-linux-amd64.oci.tar")
+	if _, err := oci.WriteImagesArchive(archive, time.Unix(0, 0), names, images); err != nil {
+		t.Fatal(err)
+	}
+	b := airGapBundle{archive: archive}
+	imageNames := func(archive string) []string {
+		f, err := os.Open(archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		r := tar.NewReader(f)
+		for {
+			h, err := r.Next()
+			if err != nil {
+				t.Fatalf("%s has no index.json: %v", archive, err)
+			}
+			if path.Clean(h.Name) != "index.json" {
+				continue
+			}
+			var index struct {
+				Manifests []struct {
+					Annotations map[string]string `json:"annotations"`
+				} `json:"manifests"`
+			}
+			if err := json.NewDecoder(r).Decode(&index); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range index.Manifests {
+				got = append(got, m.Annotations["io.containerd.image.name"])
+			}
+			return got
+		}
+	}
+	less := b.without(t, "turnstile-k8s/pause:3.10.1")
+	if got := imageNames(less.archive); !slices.Equal(got, names[:1]) {
+		t.Errorf("without pause: %v, want %v", got, names[:1])
+	}
+	if got := imageNames(archive); !slices.Equal(got, names) {
+		t.Errorf("the bundle itself changed: %v, want %v", got, names)
+	}
 }

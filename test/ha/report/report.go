@@ -29,8 +29,19 @@ type Report struct {
 	Steps   []Step    `json:"steps"`
 	// Total is the whole run's load; Lost its ledger errors.
 	Total Step `json:"total"`
+	// Images says where the nodes' images came from, when from air-gap
+	// bundles alone.
+	Images *Images `json:"images,omitempty"`
 	// Failed is whether the test failed.
 	Failed bool `json:"failed"`
+}
+
+// Images are an air-gapped run's: the bundles every node installed, and
+// how many requests reached the registry that stands in for every
+// registry and serves nothing.
+type Images struct {
+	Bundles          []string `json:"bundles"`
+	RegistryRequests int      `json:"registryRequests"`
 }
 
 // Step is what the load saw while one fault or step lasted.
@@ -169,6 +180,10 @@ func (r *Report) summary() string {
 	if t.Pods != nil {
 		fmt.Fprintf(&b, "Pod creates decided by PodSecurityPolicy: %d sent, %d decided as expected, %d decided otherwise, %d failed.\n",
 			t.Pods.Sent, t.Pods.AsExpected, t.Pods.Wrong, t.Pods.Failed)
+	}
+	if r.Images != nil {
+		fmt.Fprintf(&b, "Images: from the air-gap bundles alone, %s, each list's signature verified on every node; %d requests reached a registry.\n",
+			strings.Join(r.Images.Bundles, " and "), r.Images.RegistryRequests)
 	}
 	if r.Failed {
 		b.WriteString("\nTHE RUN FAILED: see the test log.\n")

@@ -46,7 +46,12 @@ func TestTables(t *testing.T) {
 			t.Errorf("the evidence lacks %q:\n%s", want, evidence)
 		}
 	}
-	if strings.Contains(evidence, "Versions after") {
-		t.Errorf("the evidence has the versions:\n%s", evidence)
+	if strings.Contains(evidence, "Versions after") || strings.Contains(evidence, "Images:") {
+		t.Errorf("the evidence has the versions, or images of a run that had none from bundles:\n%s", evidence)
+	}
+	r.Images = &Images{Bundles: []string{"v1.36.5's a.oci.tar", "v1.37.2's b.oci.tar"}}
+	const images = "Images: from the air-gap bundles alone, v1.36.5's a.oci.tar and v1.37.2's b.oci.tar, each list's signature verified on every node; 0 requests reached a registry."
+	if md, evidence := r.Markdown(), r.Evidence(); !strings.Contains(md, images) || !strings.Contains(evidence, images) {
+		t.Errorf("an air-gapped run's report and evidence lack %q:\n%s\n%s", images, md, evidence)
 	}
 }
