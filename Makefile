@@ -652,6 +652,8 @@ test-e2e: build $(addprefix $(BIN)/,$(E2E_TOOLS)) $(BIN)/local-up $(BIN)/image #
 # version, and serving with etcd embedded) and both in the image index.
 # Apart from make test, because a cold arm64 cross-build of kube-apiserver
 # takes about 15 minutes on 2 cores.
+# make test-release's signing key, which each line's release is signed with.
+TEST_RELEASE_KEY_DIR := _output/test-release-key
 test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registry $(NODE_TOOLS)) $(BIN)/image ## make release for both platforms, signed with a test key, checked: checksums, SBOMs, provenance, image index, a byte-identical rebuild, arm64 under qemu; make publish to a registry on loopback, verified with cosign; the air-gap bundle imported on a real node that reaches no registry, and kubeadm init from it with both addons, nothing pulled, on each line (as root); and make release FIPS=1 for this machine, serving in FIPS 140-3 mode.
 	# cmd/publish's and test/registry's modules, checked here and not by
 	# make verify: their graphs (cosign's, the registry's) are 4 GB and a
@@ -661,9 +663,9 @@ test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registr
 	$(base_goflags) $(GO) vet -C cmd/publish ./...
 	$(base_goflags) $(GO) test -C cmd/publish -count=1 ./...
 	# A signing key of the test's own, in place of the operator's.
-	rm -rf $(OUT)/test-release-key && mkdir -p $(OUT)/test-release-key
-	cd $(OUT)/test-release-key && COSIGN_PASSWORD=test-release $(CURDIR)/$(BIN)/cosign generate-key-pair >/dev/null
-	COSIGN_PASSWORD=test-release $(MAKE) --no-print-directory release ALLOW_DIRTY=1 RELEASE_LINES= RELEASE_SIGNING_KEY=$(CURDIR)/$(OUT)/test-release-key/cosign.key
+	rm -rf $(TEST_RELEASE_KEY_DIR) && mkdir -p $(TEST_RELEASE_KEY_DIR)
+	cd $(TEST_RELEASE_KEY_DIR) && COSIGN_PASSWORD=test-release $(CURDIR)/$(BIN)/cosign generate-key-pair >/dev/null
+	COSIGN_PASSWORD=test-release $(MAKE) --no-print-directory release ALLOW_DIRTY=1 RELEASE_LINES= RELEASE_SIGNING_KEY=$(CURDIR)/$(TEST_RELEASE_KEY_DIR)/cosign.key
 	$(MAKE) --no-print-directory release FIPS=1 ALLOW_DIRTY=1 RELEASE_LINES= PLATFORMS="$(TEST_PLATFORMS)" RELEASE_DIR=$(RELEASE_DIR)-fips
 	hack/install-package.sh qemu-aarch64-static qemu-user-static || true
 	hack/install-package.sh containerd containerd || true
@@ -671,19 +673,23 @@ test-release: build $(addprefix $(BIN)/,$(E2E_TOOLS) krew cosign publish registr
 	if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory node-packages; fi
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_PLATFORMS="$(PLATFORMS)" TURNSTILE_RELEASE_KUBECTL_PSP_PLATFORMS="$(KUBECTL_PSP_PLATFORMS)" \
 		TURNSTILE_RELEASE_FIPS_DIR=$(CURDIR)/$(RELEASE_DIR)-fips TURNSTILE_RELEASE_AIRGAP=$(AIRGAP) TURNSTILE_RELEASE_REBUILD=1 \
-		TURNSTILE_RELEASE_SIGNING_KEY=$(CURDIR)/$(OUT)/test-release-key/cosign.key COSIGN_PASSWORD=test-release \
+		TURNSTILE_RELEASE_SIGNING_KEY=$(CURDIR)/$(TEST_RELEASE_KEY_DIR)/cosign.key COSIGN_PASSWORD=test-release \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestRelease' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
-	# Each older line's air-gap bundle for this machine, and kubeadm init
-	# from it with that line's kubeadm and kubelet (as root).
+	# Each older line's air-gap bundle for this machine, signed with the
+	# same key, and kubeadm init from it with that line's kubeadm and
+	# kubelet (as root).
 	if [[ $$(id -u) -eq 0 && -n "$(AIRGAP)" ]]; then for l in $(OLDER_LINES); do \
-		$(MAKE) --no-print-directory release LINE=$$l ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)" KUBECTL_PSP_PLATFORMS= && \
+		COSIGN_PASSWORD=test-release $(MAKE) --no-print-directory release LINE=$$l ALLOW_DIRTY=1 PLATFORMS="$(TEST_PLATFORMS)" KUBECTL_PSP_PLATFORMS= \
+			RELEASE_SIGNING_KEY=$(CURDIR)/$(TEST_RELEASE_KEY_DIR)/cosign.key && \
 		$(MAKE) --no-print-directory test-release-airgap LINE=$$l || exit 1; done; fi
 
 # make test-release's check of an older line's air-gap bundle (LINE=1.Y), on
-# the release make release LINE=1.Y wrote for this machine.
+# the release make release LINE=1.Y wrote for this machine, signed with
+# make test-release's key.
 .PHONY: test-release-airgap
-test-release-airgap: $(addprefix $(BIN)/,kubeadm kubelet kube-proxy kubectl) ## The air-gap bundle make release wrote for this machine, on a real node that reaches no registry, as root (make test-release runs it for each line; LINE=1.Y for one).
+test-release-airgap: build $(addprefix $(BIN)/,etcd kubeadm kubelet kube-proxy kubectl cosign) ## The air-gap bundle make release wrote for this machine, signed with make test-release's key, installed as docs/tasks/air-gap-install.md says on a real node that reaches no registry, as root (make test-release runs it for each line; LINE=1.Y for one).
 	TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_RELEASE_DIR=$(CURDIR)/$(RELEASE_DIR) TURNSTILE_RELEASE_AIRGAP=1 \
+		TURNSTILE_RELEASE_SIGNING_KEY=$(CURDIR)/$(TEST_RELEASE_KEY_DIR)/cosign.key \
 		$(GO) test -count=1 -timeout 20m -v -run '^TestReleaseAirGap$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 test-node: build $(addprefix $(BIN)/,$(LOCAL_TOOLS) kubeadm) $(BIN)/local-up node-deps control-plane-images image ## Real nodes, as root: make run NODES=2 with real pods, a real kubeadm init and reset, the guard, a clean Ctrl-C, one state kept with and without nodes (make test-upgrade: kubeadm upgrade).

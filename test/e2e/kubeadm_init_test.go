@@ -58,7 +58,7 @@ func TestKubeadmInitForReal(t *testing.T) {
 		},
 		// A HOME of the test's own for the page's ~/.kube, and the go
 		// command's caches where they were, for the page's make.
-		env: append(goCaches(t), "PATH="+serveKubeadm(t, h)+string(os.PathListSeparator)+filepath.Dir(kubeadm)+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir()),
+		env: append(goCaches(t), "PATH="+serveKubeadm(t, h, localnode.InitOptions{ControlPlaneTaint: true})+string(os.PathListSeparator)+filepath.Dir(kubeadm)+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+t.TempDir()),
 		beforeUndo: func(r *taskRun) {
 			if len(r.outputs) != 5 {
 				t.Fatalf("%d blocks of %s ran before its undo, want 5", len(r.outputs), page)
@@ -141,10 +141,10 @@ func checkKubeadmNode(t *testing.T, h *kubeadmHost, apiserverImage string) {
 // serveKubeadm puts a kubeadm first on a task page's PATH that hands each
 // command to the test, which runs it on h's node: the page's `kubeadm
 // init --config FILE` with the page's configuration carried onto the
-// node's own (kubeadmPageInit), then the node's pod network; its `kubeadm
+// node's own and base (kubeadmPageInit), then the node's pod network; its `kubeadm
 // reset -f`. The script and the test talk through two named pipes. It
 // returns the script's directory.
-func serveKubeadm(t *testing.T, h *kubeadmHost) string {
+func serveKubeadm(t *testing.T, h *kubeadmHost, base localnode.InitOptions) string {
 	t.Helper()
 	dir := t.TempDir()
 	request, response := filepath.Join(dir, "request"), filepath.Join(dir, "response")
@@ -170,7 +170,7 @@ printf '%%s\0' "$PWD" "$@" > %q
 				return // the test's end, below
 			}
 			args := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
-			out, code := kubeadmOnNode(t.Context(), h, args[0], args[1:])
+			out, code := kubeadmOnNode(t.Context(), h, base, args[0], args[1:])
 			t.Logf("kubeadm %s on %s: exit %d\n%s", strings.Join(args[1:], " "), h.node.Name, code, lastLines(out, 15))
 			if err := answer(response, fmt.Sprintf("%d\n%s", code, out)); err != nil {
 				t.Errorf("answering kubeadm %s: %v", strings.Join(args[1:], " "), err)
@@ -206,8 +206,9 @@ func answer(pipe, text string) error {
 }
 
 // kubeadmOnNode runs one kubeadm command of a task page, run in dir, on
-// h's node, and returns its output and exit code.
-func kubeadmOnNode(ctx context.Context, h *kubeadmHost, dir string, args []string) (string, int) {
+// h's node (init's options base and the page's), and returns its output
+// and exit code.
+func kubeadmOnNode(ctx context.Context, h *kubeadmHost, base localnode.InitOptions, dir string, args []string) (string, int) {
 	fail := func(err error, out string) (string, int) { return out + err.Error() + "\n", 1 }
 	switch {
 	case len(args) == 3 && args[0] == "init" && args[1] == "--config":
@@ -215,7 +216,7 @@ func kubeadmOnNode(ctx context.Context, h *kubeadmHost, dir string, args []strin
 		if !filepath.IsAbs(config) {
 			config = filepath.Join(dir, config)
 		}
-		opts, err := kubeadmPageInit(config)
+		opts, err := kubeadmPageInit(config, base)
 		if err != nil {
 			return fail(err, "")
 		}
@@ -237,11 +238,11 @@ func kubeadmOnNode(ctx context.Context, h *kubeadmHost, dir string, args []strin
 	return fmt.Sprintf("kubeadm %s: the test runs only `kubeadm init --config FILE` and `kubeadm reset -f` on its node\n", strings.Join(args, " ")), 1
 }
 
-// kubeadmPageInit carries a page's kubeadm configuration onto the node's:
-// the version, the apiserver's admission plugins and the patches directory.
-// Anything else the page sets is an error, so that the page cannot say
-// what the test does not run.
-func kubeadmPageInit(path string) (localnode.InitOptions, error) {
+// kubeadmPageInit carries a page's kubeadm configuration onto opts, the
+// node's: the version, the image repository, the apiserver's admission
+// plugins and the patches directory. Anything else the page sets is an
+// error, so that the page cannot say what the test does not run.
+func kubeadmPageInit(path string, opts localnode.InitOptions) (localnode.InitOptions, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return localnode.InitOptions{}, err
@@ -266,7 +267,7 @@ func kubeadmPageInit(path string) (localnode.InitOptions, error) {
 			return localnode.InitOptions{}, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	opts := localnode.InitOptions{Version: cluster.KubernetesVersion, ControlPlaneTaint: true}
+	opts.Version, opts.ImageRepository = cluster.KubernetesVersion, cluster.ImageRepository
 	if init.Patches != nil {
 		opts.Patches = init.Patches.Directory
 	}
@@ -279,9 +280,9 @@ func kubeadmPageInit(path string) (localnode.InitOptions, error) {
 		args = append(args, a)
 	}
 	init.TypeMeta, init.Patches = metav1.TypeMeta{}, nil
-	cluster.TypeMeta, cluster.KubernetesVersion, cluster.APIServer.ExtraArgs = metav1.TypeMeta{}, "", args
+	cluster.TypeMeta, cluster.KubernetesVersion, cluster.ImageRepository, cluster.APIServer.ExtraArgs = metav1.TypeMeta{}, "", "", args
 	if !reflect.DeepEqual(init, kubeadmapiv1.InitConfiguration{}) || !reflect.DeepEqual(cluster, kubeadmapiv1.ClusterConfiguration{}) {
-		return localnode.InitOptions{}, fmt.Errorf("%s sets more than the test carries onto its node (kubernetesVersion, the apiserver's enable-admission-plugins, patches.directory): %+v %+v", path, init, cluster)
+		return localnode.InitOptions{}, fmt.Errorf("%s sets more than the test carries onto its node (kubernetesVersion, imageRepository, the apiserver's enable-admission-plugins, patches.directory): %+v %+v", path, init, cluster)
 	}
 	return opts, nil
 }

@@ -30,23 +30,26 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
-	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
 // The air-gap bundle as an operator installs it where no registry can be
-// reached: the release's bundle for this machine's platform is imported
-// into a new node's containerd, whose registries are the run's own, which
-// serves nothing and logs every request, with containerd's sandbox image
-// the bundle's pause; then `kubeadm init` from it, with the bundle's image
-// repository, kubeadm's default pull policy (IfNotPresent: preflight and
-// the kubelet pull whatever the node lacks) and both addons. The node is
-// Ready; every pod of the control plane, kube-proxy and CoreDNS runs an
-// image the bundle's list names, which containerd holds with the list's
-// digest; CoreDNS, which reaches the
-// apiserver through kube-proxy's Service rules, answers for the cluster;
-// and the registry's log is empty. Last, a pod of an image the bundle lacks
-// shows that a pull would have been in the log. make test-release runs it
-// as root.
+// reached, as docs/tasks/air-gap-install.md says, every block of the page
+// run as written (sudo dropped, the page's release, key and kubeadm the
+// test's): the release's bundle for this machine's platform, its list's
+// signature verified with the release's key, imported into a new node's
+// containerd, whose registries are the run's own, which serves nothing
+// and logs every request, with containerd's sandbox image the bundle's
+// pause (the page's step 2, which the test sets on its node); then
+// `kubeadm init` from it, with the bundle's image repository, kubeadm's
+// default pull policy (IfNotPresent: preflight and the kubelet pull
+// whatever the node lacks) and both addons. Before the page's undo: the
+// node is Ready; every pod of the control plane, kube-proxy and CoreDNS
+// runs an image the bundle's list names, which containerd holds with the
+// list's digest; CoreDNS, which reaches the apiserver through kube-proxy's
+// Service rules, answers for the cluster; and the registry's log is empty.
+// Last, a pod of an image the bundle lacks shows that a pull would have
+// been in the log. The page's undo leaves the host as it was. make
+// test-release runs it as root, on each line.
 func TestReleaseAirGap(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the node creates network namespaces, a bridge, cgroups and mounts (make test-release runs it)")
@@ -55,12 +58,14 @@ func TestReleaseAirGap(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, oci.AirGapArchive("linux", runtime.GOARCH)+".oci.tar")); err != nil {
 		t.Skip("no air-gap bundle in the release: make release builds one (AIRGAP= leaves it out, as make test-e2e's does); make test-release runs this")
 	}
+	key := os.Getenv("TURNSTILE_RELEASE_SIGNING_KEY")
+	if key == "" {
+		t.Skip("no signed release: make test-release makes a key, signs each line's release and runs this")
+	}
+	pub := strings.TrimSuffix(key, ".key") + ".pub"
 	b := readAirGapBundle(t, dir)
 	list := b.images
-	kubeadm, err := framework.Binary("kubeadm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeadm := mustBinary(t, "kubeadm")
 	// The e2e binaries are stamped as upstream's: this is the release's Kubernetes version.
 	kubernetesVersion := version.Get().GitVersion
 	digest := map[string]string{}
@@ -92,16 +97,65 @@ func TestReleaseAirGap(t *testing.T) {
 		}
 	})
 
-	h := newKubeadmHost(t, localnode.Config{Bin: filepath.Dir(kubeadm), Images: []string{b.archive}, Offline: true, SandboxImage: b.pause},
-		localnode.InitOptions{Version: kubernetesVersion, ImageRepository: b.repository, Addons: true, PullIfNotPresent: true,
-			AdmissionPlugins: []string{"NodeRestriction"}})
-	ctx, client := t.Context(), h.client
+	// The page imports the bundle; step 2's sandbox image is the node's.
+	h := prepareKubeadmHost(t, localnode.Config{Bin: filepath.Dir(kubeadm), Offline: true, SandboxImage: b.pause})
+	ctx := t.Context()
 	registryLog := filepath.Join(h.dir, "logs", "registry.log")
 	describePods := func() string {
 		out, _ := h.run("-n", "kube-system", "describe", "pods")
 		return lastLines(out, 80)
 	}
+	page := "../../docs/tasks/air-gap-install.md"
+	pageVersion := "v1.37.2" // what the page names: main's release
+	r := runTaskPage(t, page, 0, taskOptions{
+		replace: map[string]string{
+			"/etc/kubernetes/admin.conf": filepath.Join(h.node.KubeadmDir(), "admin.conf"),
+			"ctr -n k8s.io":              "ctr --address " + h.node.Socket() + " -n k8s.io",
+			"$PWD/cosign.pub":            pub,
+			"$PWD/_output/release":       dir,
+			pageVersion:                  kubernetesVersion,
+		},
+		env: []string{"PATH=" + serveKubeadm(t, h, localnode.InitOptions{ControlPlaneTaint: true, Addons: true, PullIfNotPresent: true}) +
+			string(os.PathListSeparator) + filepath.Dir(kubeadm) + string(os.PathListSeparator) + os.Getenv("PATH"),
+			"HOME=" + t.TempDir(), "SIGSTORE_NO_CACHE=1"},
+		beforeUndo: func(r *taskRun) {
+			if len(r.outputs) != 3 {
+				t.Fatalf("%d blocks of %s ran before its undo, want 3", len(r.outputs), page)
+			}
+			if out := r.outputs[0]; !strings.Contains(out, "every image of the list is imported as signed") {
+				t.Errorf("the page's import did not end with every image as signed:\n%s", out)
+			}
+			for _, line := range strings.Fields(r.outputs[2]) {
+				if strings.Contains(line, "/") && !strings.Contains(line, b.repository+"/") {
+					t.Errorf("the page's pods run %s, not an image of %s", line, b.repository)
+				}
+			}
+			checkAirGapNode(t, h, digest, registryLog, describePods)
+		},
+	})
+	if left := h.node.KubeadmState(); len(left) > 0 {
+		t.Errorf("the page's kubeadm reset left %v", left)
+	}
+	if images, err := h.node.Images(ctx); err != nil || len(images) > 0 {
+		t.Errorf("the page's undo left images: %v, %v", images, err)
+	}
+	if len(r.outputs) != 4 {
+		t.Errorf("%d blocks of %s ran, want 4", len(r.outputs), page)
+	}
+	h.remove(t)
+	if left := localnode.Leftovers(os.Getpid(), h.dir); len(left) > 0 {
+		t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))
+	}
+	compareHost(t, h.before, hostSnapshot(t))
+}
 
+// checkAirGapNode checks the node of TestReleaseAirGap beyond what the page
+// shows: the bundle's images (digest, by name) in every pod and in
+// containerd, CoreDNS's answer, and nothing in the registry's log until a
+// pod of an image the bundle lacks is created.
+func checkAirGapNode(t *testing.T, h *kubeadmHost, digest map[string]string, registryLog string, describePods func() string) {
+	t.Helper()
+	ctx, client := t.Context(), h.client
 	t.Run("the control plane and both addons run the bundle's images", func(t *testing.T) {
 		h.waitStaticPods(t, h.node.Name, nil)
 		if v, err := client.Discovery().ServerVersion(); err != nil || !strings.Contains(v.GitVersion, "+turnstile.") {
@@ -199,7 +253,6 @@ func TestReleaseAirGap(t *testing.T) {
 		}
 	})
 
-	h.reset(t)
 }
 
 // airGapImage is one line of a bundle's image list.
