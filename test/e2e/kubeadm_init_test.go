@@ -72,17 +72,7 @@ func TestKubeadmInitForReal(t *testing.T) {
 			checkKubeadmNode(t, h, apiserverImage)
 		},
 	})
-	if left := n.KubeadmState(); len(left) > 0 {
-		t.Errorf("the page's kubeadm reset left %v", left)
-	}
-	if len(r.outputs) != 6 {
-		t.Errorf("%d blocks of %s ran, want 6", len(r.outputs), page)
-	}
-	h.remove(t)
-	if left := localnode.Leftovers(os.Getpid(), h.dir); len(left) > 0 {
-		t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))
-	}
-	compareHost(t, h.before, hostSnapshot(t))
+	h.wantPageUndone(t, r, 6)
 }
 
 // goCaches is GOCACHE, GOMODCACHE and GOPATH as the go command has them

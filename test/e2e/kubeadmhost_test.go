@@ -210,6 +210,27 @@ func (h *kubeadmHost) reset(t *testing.T) {
 	if left := h.node.KubeadmState(); len(left) > 0 {
 		t.Errorf("kubeadm reset left %v", left)
 	}
+	h.removeAndCompare(t)
+}
+
+// wantPageUndone checks what a task page's undo left: nothing of kubeadm,
+// after the page's blocks blocks all ran; then it removes the node and
+// checks the host, as reset does.
+func (h *kubeadmHost) wantPageUndone(t *testing.T, r *taskRun, blocks int) {
+	t.Helper()
+	if left := h.node.KubeadmState(); len(left) > 0 {
+		t.Errorf("the page's kubeadm reset left %v", left)
+	}
+	if len(r.outputs) != blocks {
+		t.Errorf("%d blocks of %s ran, want %d", len(r.outputs), r.page, blocks)
+	}
+	h.removeAndCompare(t)
+}
+
+// removeAndCompare removes the node, then checks that nothing of it is left
+// and the host is as it was before it.
+func (h *kubeadmHost) removeAndCompare(t *testing.T) {
+	t.Helper()
 	h.remove(t)
 	if left := localnode.Leftovers(os.Getpid(), h.dir); len(left) > 0 {
 		t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))

@@ -133,20 +133,10 @@ func TestReleaseAirGap(t *testing.T) {
 			checkAirGapNode(t, h, digest, registryLog, describePods)
 		},
 	})
-	if left := h.node.KubeadmState(); len(left) > 0 {
-		t.Errorf("the page's kubeadm reset left %v", left)
-	}
 	if images, err := h.node.Images(ctx); err != nil || len(images) > 0 {
 		t.Errorf("the page's undo left images: %v, %v", images, err)
 	}
-	if len(r.outputs) != 4 {
-		t.Errorf("%d blocks of %s ran, want 4", len(r.outputs), page)
-	}
-	h.remove(t)
-	if left := localnode.Leftovers(os.Getpid(), h.dir); len(left) > 0 {
-		t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))
-	}
-	compareHost(t, h.before, hostSnapshot(t))
+	h.wantPageUndone(t, r, 4)
 }
 
 // checkAirGapNode checks the node of TestReleaseAirGap beyond what the page
