@@ -275,7 +275,7 @@ $(BIN)/plot: FORCE
 
 $(BIN)/kwok-stages.yaml: test/scale/go.mod
 	mkdir -p $(BIN)
-	dir=$$(cd test/scale && export $(base_goflags) && $(GO) mod download sigs.k8s.io/kwok && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok) && \
+	dir=$$(cd test/scale && export $(base_goflags) && GO=$(GO) ../../hack/module-dir.sh sigs.k8s.io/kwok) && \
 	for stage in $(KWOK_STAGES); do echo '---'; cat "$$dir/kustomize/stage/$$stage.yaml"; done | \
 		sed 's/^\( *\)podIPs:$$/&\n\1- $$patch: replace/' > $@.tmp
 	@test "$$(grep -c -- '- $$patch: replace' $@.tmp)" = 1 || \
@@ -334,7 +334,7 @@ $(addprefix $(BIN)/,$(TOOLS)): FORCE
 # modules of their own (build/coredns, test/images), so that their
 # dependency graphs stay out of go.mod.
 NODE_IMAGES_DIR := $(OUT)/images/node
-KUBERNETES_DIR   = $$($(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)
+KUBERNETES_DIR   = $$(GO=$(GO) hack/module-dir.sh k8s.io/kubernetes)
 
 .PHONY: node-images
 node-images: $(BIN)/pause $(BIN)/agnhost $(BIN)/coredns $(BIN)/busybox-sh $(BIN)/nodeimages ## Images a local node needs (pause, busybox, agnhost, CoreDNS) as docker archives in _output/images/node.
@@ -380,7 +380,7 @@ $(BIN)/pause: FORCE
 		cc=$$triplet-gcc strip=$$triplet-strip; \
 		hack/install-package.sh "$$cc" "gcc-$$pkg" && hack/install-package.sh "/usr/$$triplet/lib/libc.a" "libc6-dev-$$deb-cross"; \
 	fi; \
-	kube="$(KUBERNETES_DIR)"; \
+	kube="$(KUBERNETES_DIR)" || exit 1; \
 	version=$$(sed -n 's/^\tPauseVersion = "\(.*\)"$$/\1/p' "$$kube/cmd/kubeadm/app/constants/constants.go"); \
 	[[ -n $$version ]] || { echo "pause: no PauseVersion in $$kube/cmd/kubeadm/app/constants/constants.go" >&2; exit 1; }; \
 	mkdir -p $(BIN); \
@@ -390,7 +390,7 @@ $(BIN)/pause: FORCE
 
 # As test/images/image-util.sh and agnhost's Makefile build it, stamped with its VERSION file.
 $(BIN)/agnhost: FORCE
-	version=$$(cat "$(KUBERNETES_DIR)/test/images/agnhost/VERSION"); \
+	version=$$(cat "$(KUBERNETES_DIR)/test/images/agnhost/VERSION") || exit 1; \
 	$(call goflags,test/images) $(GO) build -C test/images -trimpath -ldflags "-w -X 'main.Version=$$version'" -o $(CURDIR)/$@ k8s.io/kubernetes/test/images/agnhost
 
 # As CoreDNS's Makefile builds it, stamped with the release's commit, which

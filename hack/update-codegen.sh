@@ -85,9 +85,9 @@ perl -pi -e 's{"k8s\.io/([A-Za-z0-9_./-]+)\.([A-Za-z0-9_]+)"}{my ($p, $t) = ($1,
 echo "update-codegen: protobuf" >&2
 mkdir -p "$work/src/github.com/turnstile-k8s" "$work/src/k8s.io" "$work/src/github.com/gogo"
 ln -s "$root" "$work/src/$module"
-ln -s "$(go list -m -f '{{.Dir}}' k8s.io/apimachinery)" "$work/src/k8s.io/apimachinery"
-ln -s "$(go list -m -f '{{.Dir}}' k8s.io/api)" "$work/src/k8s.io/api"
-ln -s "$(go list -m -f '{{.Dir}}' github.com/gogo/protobuf)" "$work/src/github.com/gogo/protobuf"
+ln -s "$(hack/module-dir.sh k8s.io/apimachinery)" "$work/src/k8s.io/apimachinery"
+ln -s "$(hack/module-dir.sh k8s.io/api)" "$work/src/k8s.io/api"
+ln -s "$(hack/module-dir.sh github.com/gogo/protobuf)" "$work/src/github.com/gogo/protobuf"
 proto_include=()
 for d in /usr/include /usr/local/include; do
 	[[ -f $d/google/protobuf/descriptor.proto ]] && proto_include=(--proto-import "$d") && break
