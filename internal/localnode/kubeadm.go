@@ -303,10 +303,8 @@ func (n *Node) KubeadmInit(ctx context.Context, opts InitOptions) (string, error
 	if err != nil {
 		return "", err
 	}
-	if opts.Patches != "" {
-		if err := copyFiles(opts.Patches, n.PatchesDir()); err != nil {
-			return "", fmt.Errorf("the patches of %s: %w", opts.Patches, err)
-		}
+	if err := n.copyPatches(opts.Patches); err != nil {
+		return "", err
 	}
 	args := []string{"init", "--config=" + config, "--v=1"}
 	if opts.Join != nil {
@@ -468,6 +466,19 @@ func (n *Node) writePatches(apiserverImage string) error {
 	return os.WriteFile(patch, []byte(fmt.Sprintf("spec:\n  containers:\n  - name: kube-apiserver\n    image: %s\n", apiserverImage)), 0o600)
 }
 
+// copyPatches copies a user's patches directory (none if dir is empty)
+// into the node's, after writePatches: a user's patch for the apiserver
+// takes the place of the node's.
+func (n *Node) copyPatches(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := copyFiles(dir, n.PatchesDir()); err != nil {
+		return fmt.Errorf("the patches of %s: %w", dir, err)
+	}
+	return nil
+}
+
 // copyFiles copies the regular files of dir (not its subdirectories) into
 // to.
 func copyFiles(dir, to string) error {
@@ -549,6 +560,10 @@ type UpgradeOptions struct {
 	// PullIfNotPresent is kubeadm's default pull policy, as for
 	// InitOptions: its preflight pulls what the node lacks.
 	PullIfNotPresent bool
+	// Patches is a directory of more kubeadm patches, as a user's
+	// --patches (InitOptions.Patches); a patch of it for the apiserver
+	// takes the place of APIServerImage's.
+	Patches string
 }
 
 // KubeadmUpgradeApply runs `kubeadm upgrade apply` on the node with the
@@ -605,6 +620,9 @@ func (n *Node) kubeadmUpgrade(ctx context.Context, opts UpgradeOptions, reconfig
 		return "", err
 	}
 	if err := n.writePatches(opts.APIServerImage); err != nil {
+		return "", err
+	}
+	if err := n.copyPatches(opts.Patches); err != nil {
 		return "", err
 	}
 	out, err := n.kubeadm(ctx, append(append([]string{"upgrade"}, command...), "--config="+config, "--v=1")...).CombinedOutput()

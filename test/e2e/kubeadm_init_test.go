@@ -128,12 +128,15 @@ func checkKubeadmNode(t *testing.T, h *kubeadmHost, apiserverImage string) {
 	})
 }
 
-// serveKubeadm puts a kubeadm first on a task page's PATH that hands each
-// command to the test, which runs it on h's node: the page's `kubeadm
-// init --config FILE` with the page's configuration carried onto the
-// node's own and base (kubeadmPageInit), then the node's pod network; its `kubeadm
-// reset -f`. The script and the test talk through two named pipes. It
-// returns the script's directory.
+// serveKubeadm puts a kubeadm and a systemctl first on a task page's PATH
+// that hand each command to the test, which runs it on h's node: the page's
+// `kubeadm init --config FILE` with the page's configuration carried onto
+// the node's own and base (kubeadmPageInit), then the node's pod network;
+// its `kubeadm upgrade apply VERSION --patches DIR --yes` with the node's
+// kubeadm (the caller's UseBin); its `kubeadm reset -f`; and its
+// `systemctl restart kubelet`, which starts the node's kubelet (UseBin's)
+// again. The scripts and the test talk through two named pipes. It returns
+// the scripts' directory.
 func serveKubeadm(t *testing.T, h *kubeadmHost, base localnode.InitOptions) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -143,13 +146,15 @@ func serveKubeadm(t *testing.T, h *kubeadmHost, base localnode.InitOptions) stri
 			t.Fatal(err)
 		}
 	}
-	script := fmt.Sprintf(`#!/usr/bin/env bash
-# kubeadm as TestKubeadmInitForReal serves it: the test runs the command on its node.
-printf '%%s\0' "$PWD" "$@" > %q
+	for _, command := range []string{"kubeadm", "systemctl"} {
+		script := fmt.Sprintf(`#!/usr/bin/env bash
+# %s as the test serves it: the test runs the command on its node.
+printf '%%s\0' "$PWD" %s "$@" > %q
 { read -r code; cat; exit "$code"; } < %q
-`, request, response)
-	if err := os.WriteFile(filepath.Join(dir, "kubeadm"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+`, command, command, request, response)
+		if err := os.WriteFile(filepath.Join(dir, command), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	served := make(chan struct{})
 	go func() {
@@ -160,10 +165,10 @@ printf '%%s\0' "$PWD" "$@" > %q
 				return // the test's end, below
 			}
 			args := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
-			out, code := kubeadmOnNode(t.Context(), h, base, args[0], args[1:])
-			t.Logf("kubeadm %s on %s: exit %d\n%s", strings.Join(args[1:], " "), h.node.Name, code, lastLines(out, 15))
+			out, code := commandOnNode(t.Context(), h, base, args[0], args[1:])
+			t.Logf("%s on %s: exit %d\n%s", strings.Join(args[1:], " "), h.node.Name, code, lastLines(out, 15))
 			if err := answer(response, fmt.Sprintf("%d\n%s", code, out)); err != nil {
-				t.Errorf("answering kubeadm %s: %v", strings.Join(args[1:], " "), err)
+				t.Errorf("answering %s: %v", strings.Join(args[1:], " "), err)
 			}
 		}
 	}()
@@ -195,18 +200,19 @@ func answer(pipe, text string) error {
 	}
 }
 
-// kubeadmOnNode runs one kubeadm command of a task page, run in dir, on
-// h's node (init's options base and the page's), and returns its output
-// and exit code.
-func kubeadmOnNode(ctx context.Context, h *kubeadmHost, base localnode.InitOptions, dir string, args []string) (string, int) {
+// commandOnNode runs one command of a task page that serveKubeadm
+// serves, run in dir, on h's node, and returns its output and exit code.
+func commandOnNode(ctx context.Context, h *kubeadmHost, base localnode.InitOptions, dir string, args []string) (string, int) {
 	fail := func(err error, out string) (string, int) { return out + err.Error() + "\n", 1 }
-	switch {
-	case len(args) == 3 && args[0] == "init" && args[1] == "--config":
-		config := args[2]
-		if !filepath.IsAbs(config) {
-			config = filepath.Join(dir, config)
+	abs := func(path string) string {
+		if filepath.IsAbs(path) {
+			return path
 		}
-		opts, err := kubeadmPageInit(config, base)
+		return filepath.Join(dir, path)
+	}
+	switch {
+	case len(args) == 4 && args[0] == "kubeadm" && args[1] == "init" && args[2] == "--config":
+		opts, err := kubeadmPageInit(abs(args[3]), base)
 		if err != nil {
 			return fail(err, "")
 		}
@@ -218,14 +224,28 @@ func kubeadmOnNode(ctx context.Context, h *kubeadmHost, base localnode.InitOptio
 			return fail(fmt.Errorf("the node's pod network: %w", err), out)
 		}
 		return out, 0
-	case len(args) == 2 && args[0] == "reset" && (args[1] == "-f" || args[1] == "--force"):
+	case len(args) == 7 && args[0] == "kubeadm" && args[1] == "upgrade" && args[2] == "apply" && args[4] == "--patches" && args[6] == "--yes":
+		out, err := h.node.KubeadmUpgradeApply(ctx, localnode.UpgradeOptions{Version: args[3], Patches: abs(args[5])})
+		if err != nil {
+			return fail(err, out)
+		}
+		return out, 0
+	case len(args) == 3 && args[0] == "kubeadm" && args[1] == "reset" && (args[2] == "-f" || args[2] == "--force"):
 		out, err := h.node.KubeadmReset(ctx)
 		if err != nil {
 			return fail(err, out)
 		}
 		return out, 0
+	case len(args) == 3 && args[0] == "systemctl" && args[1] == "restart" && args[2] == "kubelet":
+		if err := h.node.RestartKubelet(); err != nil {
+			return fail(err, "")
+		}
+		if err := h.node.WaitNetwork(ctx, h.client); err != nil {
+			return fail(fmt.Errorf("the node's pod network after the kubelet's restart: %w", err), "")
+		}
+		return "", 0
 	}
-	return fmt.Sprintf("kubeadm %s: the test runs only `kubeadm init --config FILE` and `kubeadm reset -f` on its node\n", strings.Join(args, " ")), 1
+	return fmt.Sprintf("%s: the test runs only `kubeadm init --config FILE`, `kubeadm upgrade apply VERSION --patches DIR --yes`, `kubeadm reset -f` and `systemctl restart kubelet` on its node\n", strings.Join(args, " ")), 1
 }
 
 // kubeadmPageInit carries a page's kubeadm configuration onto opts, the

@@ -86,7 +86,9 @@ func (e upgradeEnv) images() []string {
 // Deployment's pods are the same pods, still serving, and a user's pods
 // are decided as before the upgrade. The second run upgrades vanilla
 // Kubernetes to Turnstile, a user adopting Turnstile at an upgrade, with a
-// restored plugin added to kubeadm's ClusterConfiguration before it.
+// restored plugin added to kubeadm's ClusterConfiguration before it, by
+// the commands of docs/tasks/upgrade-to-turnstile.md; the page's undo
+// then takes it to vanilla Kubernetes of the new version.
 func TestKubeadmUpgradeForReal(t *testing.T) {
 	e := upgradeEnvironment(t, "needs root and the TURNSTILE_UPGRADE_FROM_* images and binaries of the older line; `make test-upgrade` builds them and runs it")
 	t.Logf("upgrading %s to %s", e.fromVersion, e.toVersion)
@@ -164,14 +166,46 @@ func upgradeVanillaToTurnstile(t *testing.T, e upgradeEnv) {
 	// the new manifests from it.
 	enableAdmissionPlugins(ctx, t, h.client, "NodeRestriction,DenyExecOnPrivileged")
 
-	upgrade(t, h, e, toImage)
-
-	h.waitStaticPods(t, h.node.Name, map[string]string{"kube-apiserver": toImage})
-	wantSamePods(t, web, deploymentPods(t, &h.kubeadmClient, "default"))
-	wantExecRefused(t, &h.kubeadmClient, "default")
-	if out := h.must(t, "exec", "deploy/web", "--", "hostname"); !strings.HasPrefix(out, "web-") {
-		t.Errorf("exec into the Deployment's pod after the upgrade: %q", out)
+	// The upgrade as docs/tasks/upgrade-to-turnstile.md tells it, every
+	// block run as written: its kubeadm is main's, as the reader installs
+	// v1.37's package first, and its `systemctl restart kubelet` starts
+	// main's kubelet.
+	if err := h.cluster.UseBin(e.toBin); err != nil {
+		t.Fatal(err)
 	}
+	page := "../../docs/tasks/upgrade-to-turnstile.md"
+	r := runTaskPage(t, page, 0, taskOptions{
+		replace: map[string]string{"ctr -n k8s.io": "ctr --address " + h.node.Socket() + " -n k8s.io"},
+		env: append(goCaches(t), "PATH="+serveKubeadm(t, h, localnode.InitOptions{})+string(os.PathListSeparator)+e.toBin+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"KUBECONFIG="+filepath.Join(h.node.KubeadmDir(), "admin.conf")),
+		beforeUndo: func(r *taskRun) {
+			if len(r.outputs) != 5 {
+				t.Fatalf("%d blocks of %s ran before its undo, want 5", len(r.outputs), page)
+			}
+			if out := r.outputs[4]; !strings.Contains(out, toImage) {
+				t.Errorf("the page's apiserver pod runs another image than %s:\n%s", toImage, out)
+			}
+			h.waitStaticPods(t, h.node.Name, map[string]string{"kube-apiserver": toImage})
+			wantSamePods(t, web, deploymentPods(t, &h.kubeadmClient, "default"))
+			wantExecRefused(t, &h.kubeadmClient, "default")
+			if out := h.must(t, "exec", "deploy/web", "--", "hostname"); !strings.HasPrefix(out, "web-") {
+				t.Errorf("exec into the Deployment's pod after the upgrade: %q", out)
+			}
+			// The undo goes back to upstream's apiserver, which does not
+			// know DenyExecOnPrivileged: out of kubeadm-config first, as
+			// the page says.
+			enableAdmissionPlugins(ctx, t, h.client, "NodeRestriction")
+		},
+	})
+	if len(r.outputs) != 6 {
+		t.Errorf("%d blocks of %s ran, want 6", len(r.outputs), page)
+	}
+	vanilla = "registry.k8s.io/kube-apiserver:" + kubeadmutil.KubernetesVersionToImageTag(e.toVersion)
+	h.waitStaticPods(t, h.node.Name, map[string]string{"kube-apiserver": vanilla})
+	if v, err := h.client.Discovery().ServerVersion(); err != nil || v.GitVersion != e.toVersion {
+		t.Errorf("/version after the page's undo: %+v, %v; want vanilla %s", v, err, e.toVersion)
+	}
+	wantSamePods(t, web, deploymentPods(t, &h.kubeadmClient, "default"))
 	h.reset(t)
 }
 
