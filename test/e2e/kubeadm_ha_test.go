@@ -68,6 +68,10 @@ type haKubeadmEnv struct {
 	publicKey                                        string
 }
 
+// haKubeadmEnvironment is the haKubeadmEnv `make test-ha-kubeadm`
+// describes, with HA_MISSING_IMAGE's image left out of the older line's
+// bundle; the test is skipped, saying skip, unless it is whole and the
+// test runs as root.
 func haKubeadmEnvironment(t *testing.T, skip string) haKubeadmEnv {
 	t.Helper()
 	e := haKubeadmEnv{
