@@ -32,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/component-base/version"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -63,9 +62,9 @@ const (
 // private half signed the bundles' lists, and main's node images (the
 // workloads', and upstream's kube-apiserver for the way back).
 type haKubeadmEnv struct {
-	fromVersion, fromBin, toVersion, toBin, toImages string
-	from, to                                         airGapBundle
-	publicKey                                        string
+	upgradeLines
+	from, to  airGapBundle
+	publicKey string
 }
 
 // haKubeadmEnvironment is the haKubeadmEnv `make test-ha-kubeadm`
@@ -74,19 +73,9 @@ type haKubeadmEnv struct {
 // test runs as root.
 func haKubeadmEnvironment(t *testing.T, skip string) haKubeadmEnv {
 	t.Helper()
-	e := haKubeadmEnv{
-		fromVersion: os.Getenv("TURNSTILE_UPGRADE_FROM_VERSION"),
-		fromBin:     os.Getenv("TURNSTILE_UPGRADE_FROM_BIN"),
-		toImages:    os.Getenv("TURNSTILE_NODE_IMAGES"),
-		publicKey:   os.Getenv(haPublicKeyEnv),
-		// The e2e binaries are stamped as upstream's, so this is main's release.
-		toVersion: version.Get().GitVersion,
-	}
+	e := haKubeadmEnv{publicKey: os.Getenv(haPublicKeyEnv)}
 	from, to := os.Getenv(haFromReleaseEnv), os.Getenv(haToReleaseEnv)
-	if e.fromVersion == "" || e.fromBin == "" || e.toImages == "" || e.publicKey == "" || from == "" || to == "" || os.Geteuid() != 0 {
-		t.Skip(skip)
-	}
-	e.toBin = filepath.Dir(mustBinary(t, "kubeadm"))
+	e.upgradeLines = readUpgradeLines(t, skip, e.publicKey != "" && from != "" && to != "")
 	e.from, e.to = readAirGapBundle(t, from), readAirGapBundle(t, to)
 	if missing := os.Getenv(haMissingImageEnv); missing != "" {
 		e.from = e.from.without(t, missing)

@@ -30,15 +30,41 @@ import (
 
 	"github.com/turnstile-k8s/turnstile/build/oci"
 	"github.com/turnstile-k8s/turnstile/internal/localnode"
-	"github.com/turnstile-k8s/turnstile/test/e2e/framework"
 )
 
-// upgradeEnv is what `make test-upgrade` builds for the upgrade: the older
-// line's kubeadm, kubelet, control-plane images and Turnstile image
-// (from), and main's (to).
+// upgradeLines are the two lines an upgrade test moves between, as make
+// gives them to make test-upgrade and make test-ha-kubeadm: the older
+// line's version and its kubeadm and kubelet (from), and main's version,
+// kubeadm and kubelet and node images (to).
+type upgradeLines struct {
+	fromVersion, fromBin       string
+	toVersion, toBin, toImages string
+}
+
+// readUpgradeLines reads the upgradeLines make gives; the test is skipped,
+// saying skip, unless they and the caller's own settings (whole) are all
+// there and the test runs as root.
+func readUpgradeLines(t *testing.T, skip string, whole bool) upgradeLines {
+	t.Helper()
+	l := upgradeLines{
+		fromVersion: os.Getenv("TURNSTILE_UPGRADE_FROM_VERSION"),
+		fromBin:     os.Getenv("TURNSTILE_UPGRADE_FROM_BIN"),
+		toImages:    os.Getenv("TURNSTILE_NODE_IMAGES"),
+		// The e2e binaries are stamped as upstream's, so this is main's release.
+		toVersion: version.Get().GitVersion,
+	}
+	if !whole || l.fromVersion == "" || l.fromBin == "" || l.toImages == "" || os.Geteuid() != 0 {
+		t.Skip(skip)
+	}
+	l.toBin = filepath.Dir(mustBinary(t, "kubeadm"))
+	return l
+}
+
+// upgradeEnv is what `make test-upgrade` builds for the upgrade: the two
+// lines, and each line's control-plane images and Turnstile image.
 type upgradeEnv struct {
-	fromVersion, fromBin, fromImages, fromAPIServerTar string
-	toVersion, toBin, toImages, toAPIServerTar         string
+	upgradeLines
+	fromImages, fromAPIServerTar, toAPIServerTar string
 }
 
 // upgradeEnvironment is the upgradeEnv make's UPGRADE_ENV describes; the
@@ -47,23 +73,11 @@ type upgradeEnv struct {
 func upgradeEnvironment(t *testing.T, skip string) upgradeEnv {
 	t.Helper()
 	e := upgradeEnv{
-		fromVersion:      os.Getenv("TURNSTILE_UPGRADE_FROM_VERSION"),
-		fromBin:          os.Getenv("TURNSTILE_UPGRADE_FROM_BIN"),
 		fromImages:       os.Getenv("TURNSTILE_UPGRADE_FROM_IMAGES"),
 		fromAPIServerTar: os.Getenv("TURNSTILE_UPGRADE_FROM_APISERVER_IMAGE"),
-		toImages:         os.Getenv("TURNSTILE_NODE_IMAGES"),
 		toAPIServerTar:   os.Getenv("TURNSTILE_APISERVER_IMAGE"),
-		// The e2e binaries are stamped as upstream's, so this is main's release.
-		toVersion: version.Get().GitVersion,
 	}
-	if e.fromVersion == "" || e.fromBin == "" || e.fromImages == "" || e.fromAPIServerTar == "" || e.toImages == "" || e.toAPIServerTar == "" || os.Geteuid() != 0 {
-		t.Skip(skip)
-	}
-	kubeadm, err := framework.Binary("kubeadm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.toBin = filepath.Dir(kubeadm)
+	e.upgradeLines = readUpgradeLines(t, skip, e.fromImages != "" && e.fromAPIServerTar != "" && e.toAPIServerTar != "")
 	return e
 }
 
