@@ -266,30 +266,35 @@ type JoinOptions struct {
 	PullIfNotPresent bool
 }
 
-// kubeadmValues are the template's values for the node.
-func (n *Node) kubeadmValues() map[string]any {
-	return map[string]any{"IP": n.IP.String(), "Name": n.Name, "Socket": n.Socket(), "Patches": n.PatchesDir(), "PullPolicy": "Never"}
+// kubeadmValues are the template's values for the node; pullIfNotPresent
+// is the caller's option of that name.
+func (n *Node) kubeadmValues(pullIfNotPresent bool) map[string]any {
+	return map[string]any{"IP": n.IP.String(), "Name": n.Name, "Socket": n.Socket(), "Patches": n.PatchesDir(), "PullPolicy": pullPolicy(pullIfNotPresent)}
+}
+
+// pullPolicy is kubeadm's imagePullPolicy for the options'
+// PullIfNotPresent: Never unless it is set, so that a node pulls nothing
+// its images do not hold.
+func pullPolicy(ifNotPresent bool) string {
+	if ifNotPresent {
+		return "IfNotPresent"
+	}
+	return "Never"
 }
 
 func (n *Node) initValues(opts InitOptions) map[string]any {
-	values := n.kubeadmValues()
+	values := n.kubeadmValues(opts.PullIfNotPresent)
 	values["Version"], values["Endpoint"], values["Join"] = opts.Version, opts.ControlPlaneEndpoint, opts.Join
 	values["Pods"], values["Services"] = n.cluster.cfg.Layout.Pods.String(), n.cluster.cfg.Layout.Services.String()
 	values["AdmissionPlugins"] = strings.Join(opts.AdmissionPlugins, ",")
 	values["ImageRepository"], values["Addons"] = opts.ImageRepository, opts.Addons
 	values["ControlPlaneTaint"] = opts.ControlPlaneTaint
-	if opts.PullIfNotPresent {
-		values["PullPolicy"] = "IfNotPresent"
-	}
 	return values
 }
 
 func (n *Node) joinValues(opts JoinOptions) map[string]any {
-	values := n.kubeadmValues()
+	values := n.kubeadmValues(opts.PullIfNotPresent)
 	values["Endpoint"], values["Join"], values["CACertHash"], values["ControlPlane"] = opts.Endpoint, opts.Secrets, opts.CACertHash, opts.ControlPlane
-	if opts.PullIfNotPresent {
-		values["PullPolicy"] = "IfNotPresent"
-	}
 	return values
 }
 
@@ -599,11 +604,7 @@ func (n *Node) upgradeConfig(opts UpgradeOptions, reconfigure bool) ([]byte, err
 		timeout = opts.Timeout.String()
 	}
 	var cfg bytes.Buffer
-	pull := "Never"
-	if opts.PullIfNotPresent {
-		pull = "IfNotPresent"
-	}
-	err := kubeadmUpgradeConfig.Execute(&cfg, map[string]any{"Version": opts.Version, "Patches": n.PatchesDir(), "Timeout": timeout, "Reconfigure": reconfigure, "PullPolicy": pull})
+	err := kubeadmUpgradeConfig.Execute(&cfg, map[string]any{"Version": opts.Version, "Patches": n.PatchesDir(), "Timeout": timeout, "Reconfigure": reconfigure, "PullPolicy": pullPolicy(opts.PullIfNotPresent)})
 	return cfg.Bytes(), err
 }
 
