@@ -292,10 +292,16 @@ func (c *Cluster) Exited() <-chan string {
 	return exited
 }
 
+// RegistryLog is the log of the registry the nodes pull from: a line for
+// each request, so that an Offline cluster's is empty while nothing pulls.
+func (c *Cluster) RegistryLog() string {
+	return filepath.Join(c.cfg.Dir, "logs", "registry.log")
+}
+
 // startRegistry serves the images on the host's bridge address, with its
 // log in the cluster's logs.
 func (c *Cluster) startRegistry() error {
-	logFile, err := os.Create(filepath.Join(c.cfg.Dir, "logs", "registry.log"))
+	logFile, err := os.Create(c.RegistryLog())
 	if err != nil {
 		return err
 	}

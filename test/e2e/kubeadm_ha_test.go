@@ -240,9 +240,6 @@ type haKubeadm struct {
 	etcd    *clientv3.Client
 	// The kube-apiserver images of the two lines' bundles.
 	fromImage, toImage string
-	// registryLog is the log of the registry the nodes' containerd
-	// would pull from, which serves nothing.
-	registryLog string
 	// bundled holds the nodes that have installed main's bundle.
 	bundled map[*localnode.Node]bool
 }
@@ -282,7 +279,7 @@ func startHAKubeadm(t *testing.T, e haKubeadmEnv, containerd string) *haKubeadm 
 		t.Fatal(err)
 	}
 	c := &haKubeadm{cluster: cluster, cp: cluster.Nodes[:3], worker: cluster.Nodes[3], fromImage: e.from.apiserver, toImage: e.to.apiserver,
-		registryLog: filepath.Join(dir, "logs", "registry.log"), bundled: map[*localnode.Node]bool{}}
+		bundled: map[*localnode.Node]bool{}}
 	t.Cleanup(func() {
 		if c.etcd != nil {
 			c.etcd.Close()
@@ -1242,7 +1239,7 @@ func (c *haKubeadm) installBundle(t *testing.T, e haKubeadmEnv, n *localnode.Nod
 // node's containerd made for an image it lacked.
 func (c *haKubeadm) registryRequests(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile(c.registryLog)
+	data, err := os.ReadFile(c.cluster.RegistryLog())
 	if err != nil {
 		t.Fatal(err)
 	}

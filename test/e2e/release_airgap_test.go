@@ -100,7 +100,7 @@ func TestReleaseAirGap(t *testing.T) {
 	// The page imports the bundle; step 2's sandbox image is the node's.
 	h := prepareKubeadmHost(t, localnode.Config{Bin: filepath.Dir(kubeadm), Offline: true, SandboxImage: b.pause})
 	ctx := t.Context()
-	registryLog := filepath.Join(h.dir, "logs", "registry.log")
+	registryLog := h.cluster.RegistryLog()
 	describePods := func() string {
 		out, _ := h.run("-n", "kube-system", "describe", "pods")
 		return lastLines(out, 80)
