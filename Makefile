@@ -158,7 +158,7 @@ RUN_NODE_BIN := $(if $(PREVIEW),_output/bin,$(BIN))
 comma := ,
 space := $(subst ,, )
 
-.PHONY: help build tools image release publish bench bench-scale test-cost bump canary test-line test-preview run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
+.PHONY: help build tools image release publish bench bench-scale test-cost bump canary test-line test-preview run node-deps control-plane-images e2e-images clean-local conformance conformance-check conformance-image test test-conformance test-certify test-ha-page test-unit test-e2e test-release test-ha test-ha-kubeadm test-node test-upgrade test-e2e-images test-mutation verify clean FORCE
 
 # A help text names a line's Kubernetes release as <main> (main's line) or
 # <upgrade-from> (UPGRADE_FROM's), which help fills in from hack/line.sh.
@@ -522,6 +522,12 @@ conformance-check: $(BIN)/conformance ## DIR=v1.Y/<product>: the CNCF bot's chec
 	$(BIN)/conformance check -current "$$(hack/line.sh version $(MAIN_LINE))" \
 		-conformance-yaml "$(KUBERNETES_DIR)/test/conformance/testdata/conformance.yaml" "$(DIR)"
 
+# docs/tasks/certify.md, every block as written: the page's
+# `sudo make conformance RUNNER=hydrophone` is the whole suite.
+test-certify: ## docs/tasks/certify.md run as written, as root: the whole conformance suite by hydrophone, the submission's contact address, make conformance-check, the page's undo (TestTaskCertify).
+	if [[ $$(id -u) -ne 0 ]]; then echo "test-certify: needs root: its conformance run's nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
+	TURNSTILE_CERTIFY=1 $(GO) test -count=1 -timeout 100m -v -run '^TestTaskCertify$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+
 # make test's tier: the specs cmd/conformance/ci-specs.txt names, on
 # all-compatible, with the node images only; parallel specs only.
 test-conformance: build $(addprefix $(BIN)/,$(CONFORMANCE_TOOLS) e2e.test ginkgo local-up conformance) node-deps ## make test's conformance tier, as root: the specs cmd/conformance/ci-specs.txt names, on all-compatible.
@@ -735,6 +741,16 @@ UPGRADE_ENV = TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)
 test-upgrade: upgrade-from ## kubeadm upgrade apply for real, as root: Turnstile with PodSecurityPolicy, and vanilla, from the older line (<upgrade-from>) to Turnstile <main>; and make run's state across the two.
 	if [[ $$(id -u) -ne 0 ]]; then echo "test-upgrade: needs root: the node creates network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
 	$(UPGRADE_ENV) $(GO) test -count=1 -timeout 40m -v -run '^Test(KubeadmUpgradeForReal|LocalUpAcrossLines)$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
+
+# docs/tasks/kubeadm-ha.md, every block as written on its machine: the
+# balancer and three control-plane nodes, made by the page's kubeadm
+# commands, then its undo.
+test-ha-page: build $(addprefix $(BIN)/,kubectl kubeadm) node-deps control-plane-images image ## docs/tasks/kubeadm-ha.md run as written, as root: haproxy and three kubeadm control-plane nodes with PodSecurityPolicy, each block on its machine, then the page's undo (TestTaskKubeadmHA).
+	if [[ $$(id -u) -ne 0 ]]; then echo "test-ha-page: needs root: the nodes create network namespaces, a bridge, cgroups and mounts" >&2; exit 1; fi
+	hack/install-package.sh haproxy haproxy
+	TURNSTILE_HA_PAGE=1 TURNSTILE_BIN_DIR=$(CURDIR)/$(BIN) TURNSTILE_NODE_IMAGES=$(CURDIR)/$(NODE_IMAGES_DIR) \
+	TURNSTILE_APISERVER_IMAGE=$$(ls -t $(CURDIR)/$(OUT)/images/kube-apiserver-*.tar | head -1) \
+		$(GO) test -count=1 -timeout 30m -v -run '^TestTaskKubeadmHA$$' -ldflags "$$(hack/ldflags.sh upstream)" ./test/e2e/
 
 # The production shape (docs/kubeadm.md#high-availability), air-gapped:
 # three kubeadm control-plane nodes and a worker behind Debian's haproxy,

@@ -7,8 +7,9 @@
 // a shebang, an example's "# Plugins:" line, or a generator's build
 // constraints). Source files are the Go
 // files (generated ones get it from hack/boilerplate.go.txt), the shell
-// scripts, the Makefile, the protobuf definitions, and the YAML under
-// examples/, hack/ and cmd/ that users copy or the programs read; test data and fuzz corpora are
+// scripts, the Makefile, the protobuf definitions, and the YAML (and
+// configuration files, .cfg) under examples/, hack/ and cmd/ that users
+// copy or the programs read; test data and fuzz corpora are
 // inputs, not source. The files are git's, tracked or new; upstream's
 // cmd/verify-boilerplate is the model.
 package main
@@ -74,7 +75,7 @@ func isSource(path string) bool {
 	switch filepath.Ext(path) {
 	case ".go", ".sh", ".proto":
 		return true
-	case ".yaml", ".yml":
+	case ".yaml", ".yml", ".cfg":
 		return strings.HasPrefix(path, "examples/") || strings.HasPrefix(path, "hack/") || strings.HasPrefix(path, "cmd/")
 	}
 	return false

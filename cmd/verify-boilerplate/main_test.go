@@ -34,6 +34,8 @@ func TestMissing(t *testing.T) {
 		"Makefile":                        "all:\n",
 		"examples/admission/ok.yaml":      "# Plugins: X\n" + shHeader + "a: b\n",
 		"examples/admission/planted.yaml": "# Plugins: X\na: b\n",
+		"examples/kubeadm-ha/ok.cfg":      shHeader + "global\n",
+		"examples/kubeadm-ha/planted.cfg": "global\n",
 		"cmd/conformance/planted.yaml":    "a: b\n",
 		"api/types.proto":                 "syntax = \"proto2\";\n",
 		"pkg/testdata/input.go":           "package input\n",
@@ -60,7 +62,7 @@ func TestMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(got)
-	want := []string{"Makefile", "api/types.proto", "cmd/conformance/planted.yaml", "cmd/planted/main.go", "examples/admission/planted.yaml", "hack/planted.sh", "pkg/half.go", "pkg/late.go", "pkg/upstream.go"}
+	want := []string{"Makefile", "api/types.proto", "cmd/conformance/planted.yaml", "cmd/planted/main.go", "examples/admission/planted.yaml", "examples/kubeadm-ha/planted.cfg", "hack/planted.sh", "pkg/half.go", "pkg/late.go", "pkg/upstream.go"}
 	if !slices.Equal(got, want) {
 		t.Errorf("missing(%s) = %q, want %q", repo, got, want)
 	}

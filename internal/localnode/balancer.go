@@ -59,6 +59,9 @@ const BalancerPort = 6443
 //   - haproxy logs to its standard output and stays in the foreground
 //     (no syslog, no daemon), where its supervisor keeps it;
 //   - a stats socket, from which a test reads each server's state.
+//
+// But for the stats socket, it is examples/kubeadm-ha/haproxy.cfg, the
+// file operators install (TestBalancerConfig holds the two together).
 var balancerConfig = template.Must(template.New("haproxy.cfg").Parse(`global
     log stdout format raw local0
     stats socket {{.Socket}} mode 600 level admin
@@ -105,17 +108,65 @@ const (
 	BalancerRise          = 2
 )
 
-func (c *Cluster) balancerNetns() string { return fmt.Sprintf("%s%d-balancer", netnsPrefix, c.id) }
-func (c *Cluster) balancerDir() string   { return filepath.Join(c.runDir(), "balancer") }
-func (b *Balancer) socket() string       { return filepath.Join(b.cluster.balancerDir(), "haproxy.sock") }
+func (c *Cluster) balancerNetns() string  { return fmt.Sprintf("%s%d-balancer", netnsPrefix, c.id) }
+func (c *Cluster) balancerDir() string    { return filepath.Join(c.runDir(), "balancer") }
+func (c *Cluster) balancerSocket() string { return filepath.Join(c.balancerDir(), "haproxy.sock") }
+
+// BalancerEndpoint is the balancer's host:port, before it runs too.
+func (c *Cluster) BalancerEndpoint() string {
+	return netip.AddrPortFrom(c.cfg.Layout.BalancerIP(), BalancerPort).String()
+}
 
 // StartBalancer starts haproxy in front of the apiservers of nodes (port
 // 6443 of each, kubeadm's), before any of them runs: haproxy marks a server
 // up once its checks pass. Debian's haproxy must be installed (`make
 // test-ha-kubeadm` installs it).
 func (c *Cluster) StartBalancer(nodes []*Node) (*Balancer, error) {
+	type server struct{ Name, Addr string }
+	var servers []server
+	for _, n := range nodes {
+		servers = append(servers, server{n.Name, netip.AddrPortFrom(n.IP, 6443).String()})
+	}
+	var cfg strings.Builder
+	if err := balancerConfig.Execute(&cfg, map[string]any{"Socket": c.balancerSocket(), "Bind": c.BalancerEndpoint(), "Servers": servers}); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.balancerDir(), 0o700); err != nil {
+		return nil, err
+	}
+	config := filepath.Join(c.balancerDir(), "haproxy.cfg")
+	if err := os.WriteFile(config, []byte(cfg.String()), 0o600); err != nil {
+		return nil, err
+	}
+	return c.startBalancer(config)
+}
+
+// StartBalancerFrom starts haproxy with a configuration of the caller's,
+// as an operator writes it (a task page's), on the balancer's address:
+// its frontend binds port 6443 of the balancer's namespace, and its
+// servers are the nodes' addresses. A second file of the balancer's own
+// adds the stats socket that Servers reads; haproxy runs in the
+// foreground whatever the file says (-db).
+func (c *Cluster) StartBalancerFrom(config string) (*Balancer, error) {
+	if err := os.MkdirAll(c.balancerDir(), 0o700); err != nil {
+		return nil, err
+	}
+	stats := filepath.Join(c.balancerDir(), "stats.cfg")
+	if err := os.WriteFile(stats, []byte("global\n    stats socket "+c.balancerSocket()+" mode 600 level admin\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return c.startBalancer(config, stats)
+}
+
+// startBalancer starts haproxy with the configuration files in the
+// balancer's network namespace, behind the nodes' guard, and waits for its
+// stats socket.
+func (c *Cluster) startBalancer(configs ...string) (*Balancer, error) {
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		return nil, fmt.Errorf("the load balancer needs haproxy (Debian package haproxy): %w", err)
+	}
+	if c.balancer != nil {
+		return nil, errors.New("the cluster has its balancer already")
 	}
 	b := &Balancer{IP: c.cfg.Layout.BalancerIP(), Port: BalancerPort, cluster: c}
 	c.balancer = b
@@ -128,27 +179,15 @@ func (c *Cluster) StartBalancer(nodes []*Node) (*Balancer, error) {
 	if err := nft(c.balancerNetns(), nodeGuard(c.cfg.Layout)); err != nil {
 		return nil, fmt.Errorf("installing the balancer's guard: %w", err)
 	}
-	if err := os.MkdirAll(c.balancerDir(), 0o700); err != nil {
-		return nil, err
+	var files []string
+	for _, f := range configs {
+		files = append(files, "-f", f)
 	}
-	type server struct{ Name, Addr string }
-	var servers []server
-	for _, n := range nodes {
-		servers = append(servers, server{n.Name, netip.AddrPortFrom(n.IP, 6443).String()})
-	}
-	var cfg strings.Builder
-	if err := balancerConfig.Execute(&cfg, map[string]any{"Socket": b.socket(), "Bind": b.Endpoint(), "Servers": servers}); err != nil {
-		return nil, err
-	}
-	config := filepath.Join(c.balancerDir(), "haproxy.cfg")
-	if err := os.WriteFile(config, []byte(cfg.String()), 0o600); err != nil {
-		return nil, err
-	}
-	if out, err := exec.Command("haproxy", "-c", "-q", "-f", config).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("haproxy -c -f %s: %v: %s", config, err, strings.TrimSpace(string(out)))
+	if out, err := exec.Command("haproxy", append([]string{"-c", "-q"}, files...)...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("haproxy -c %s: %v: %s", strings.Join(files, " "), err, strings.TrimSpace(string(out)))
 	}
 	// -db: in the foreground, its log on standard output.
-	command := []string{"nsenter", "--net=/run/netns/" + c.balancerNetns(), "--", "haproxy", "-db", "-f", config}
+	command := append([]string{"nsenter", "--net=/run/netns/" + c.balancerNetns(), "--", "haproxy", "-db"}, files...)
 	p, err := process.Start("balancer haproxy", filepath.Join(c.cfg.Dir, "logs", "balancer-haproxy.log"), command)
 	if err != nil {
 		return nil, err
@@ -160,12 +199,12 @@ func (c *Cluster) StartBalancer(nodes []*Node) (*Balancer, error) {
 	}); err != nil {
 		return nil, err
 	}
-	c.progress("balancer: haproxy on %s in front of %d apiservers", b.Endpoint(), len(servers))
+	c.progress("balancer: haproxy on %s (%s)", b.Endpoint(), strings.Join(configs, ", "))
 	return b, nil
 }
 
 // Endpoint is the balancer's host:port, kubeadm's controlPlaneEndpoint.
-func (b *Balancer) Endpoint() string { return netip.AddrPortFrom(b.IP, uint16(b.Port)).String() }
+func (b *Balancer) Endpoint() string { return b.cluster.BalancerEndpoint() }
 
 // ServerState is what haproxy says of one server.
 type ServerState struct {
@@ -179,7 +218,7 @@ type ServerState struct {
 
 // Servers reads every server's state from haproxy's stats socket, by name.
 func (b *Balancer) Servers() (map[string]ServerState, error) {
-	conn, err := net.DialTimeout("unix", b.socket(), 2*time.Second)
+	conn, err := net.DialTimeout("unix", b.cluster.balancerSocket(), 2*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +262,8 @@ func parseStat(r *bufio.Reader) (map[string]ServerState, error) {
 	return out, nil
 }
 
-// stop stops haproxy.
-func (b *Balancer) stop() error {
+// Stop stops haproxy; its namespace stays until the cluster is removed.
+func (b *Balancer) Stop() error {
 	if b == nil || b.proc == nil {
 		return nil
 	}
@@ -233,5 +272,6 @@ func (b *Balancer) stop() error {
 	if err := b.proc.Stop(syscall.SIGTERM, 10*time.Second); err != nil && !errors.As(err, &exit) {
 		return fmt.Errorf("stopping haproxy: %w", err)
 	}
+	b.proc = nil
 	return nil
 }

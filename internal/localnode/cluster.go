@@ -333,7 +333,7 @@ func (c *Cluster) Stop() error {
 	if c.registry != nil {
 		errs = append(errs, c.registry.close())
 	}
-	errs = append(errs, c.balancer.stop())
+	errs = append(errs, c.balancer.Stop())
 	return errors.Join(errs...)
 }
 

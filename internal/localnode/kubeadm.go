@@ -264,6 +264,9 @@ type JoinOptions struct {
 	// PullIfNotPresent is kubeadm's default pull policy, as for
 	// InitOptions.
 	PullIfNotPresent bool
+	// Patches is a directory of more kubeadm patches (kubeadm join's
+	// --patches), as for InitOptions.
+	Patches string
 }
 
 // kubeadmValues are the template's values for the node; pullIfNotPresent
@@ -355,7 +358,25 @@ func (n *Node) KubeadmJoin(ctx context.Context, opts JoinOptions) (string, error
 	if err != nil {
 		return "", err
 	}
+	if err := n.copyPatches(opts.Patches); err != nil {
+		return "", err
+	}
 	return n.kubeadmStartingKubelet(ctx, "join", "--config="+config, "--v=1")
+}
+
+// Kubeadm runs a kubeadm command that needs nothing of the node's own
+// settings (`kubeadm token create`, `kubeadm init phase upload-certs`)
+// inside the node, with its /etc/kubernetes, and returns its standard
+// output and standard error apart: what a command prints for a script to
+// read is on the first.
+func (n *Node) Kubeadm(ctx context.Context, args ...string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	cmd := n.kubeadm(ctx, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), errOut.String(), fmt.Errorf("kubeadm %s: %w", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), nil
 }
 
 // writeKubeadmConfig writes the node's patches and resolv.conf and the
@@ -641,11 +662,8 @@ func (n *Node) kubeadmUpgrade(ctx context.Context, opts UpgradeOptions, reconfig
 // client certificates, and leaves the static pods running: the caller
 // restarts them. It returns kubeadm's output.
 func (n *Node) KubeadmCertsRenewAll(ctx context.Context) (string, error) {
-	out, err := n.kubeadm(ctx, "certs", "renew", "all", "--v=1").CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("kubeadm certs renew all: %w", err)
-	}
-	return string(out), nil
+	out, errOut, err := n.Kubeadm(ctx, "certs", "renew", "all", "--v=1")
+	return out + errOut, err
 }
 
 // RestartKubelet stops the node's kubelet and starts the node's (UseBin)

@@ -216,6 +216,31 @@ func TestParseStat(t *testing.T) {
 
 // The configuration balancerConfig writes is one haproxy accepts, and it
 // health-checks /healthz over TLS on every server.
+// wantExampleBalancer checks that the operator's haproxy.cfg
+// (examples/kubeadm-ha, which docs/tasks/kubeadm-ha.md installs) is the
+// balancer's configuration but for its stats socket, which only a test
+// reads: the test's balancer is the one the page sets up.
+func wantExampleBalancer(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/kubeadm-ha/haproxy.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := string(data)
+	for strings.HasPrefix(example, "#") {
+		_, example, _ = strings.Cut(example, "\n")
+	}
+	var b strings.Builder
+	servers := []struct{ Name, Addr string }{{"node1", "10.0.0.11:6443"}, {"node2", "10.0.0.12:6443"}, {"node3", "10.0.0.13:6443"}}
+	if err := balancerConfig.Execute(&b, map[string]any{"Socket": "/run/x.sock", "Bind": "*:6443", "Servers": servers}); err != nil {
+		t.Fatal(err)
+	}
+	ours := strings.Replace(b.String(), "    stats socket /run/x.sock mode 600 level admin\n", "", 1)
+	if ours != example {
+		t.Errorf("examples/kubeadm-ha/haproxy.cfg, after its comments:\n%s\nis not the balancer's configuration without its stats socket:\n%s", example, ours)
+	}
+}
+
 func TestBalancerConfig(t *testing.T) {
 	var b strings.Builder
 	if err := balancerConfig.Execute(&b, map[string]any{"Socket": "/run/x.sock", "Bind": "198.18.0.2:6443",
@@ -231,6 +256,7 @@ func TestBalancerConfig(t *testing.T) {
 	if strings.Contains(cfg, "ssl-hello-chk") {
 		t.Errorf("haproxy.cfg has ssl-hello-chk, which replaces the /healthz check:\n%s", cfg)
 	}
+	wantExampleBalancer(t)
 	if _, err := exec.LookPath("haproxy"); err != nil {
 		t.Skip("haproxy is not installed (make test-ha-kubeadm installs it): its own check of the file is skipped")
 	}

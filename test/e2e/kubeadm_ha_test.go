@@ -257,44 +257,21 @@ type haKubeadm struct {
 // removed when the test ends, and the host is checked to be as it was.
 func startHAKubeadm(t *testing.T, e haKubeadmEnv, containerd string) *haKubeadm {
 	t.Helper()
-	before := hostSnapshot(t)
-	// Not t.TempDir(): the kubelet's socket paths must stay short.
-	dir, err := os.MkdirTemp("", "ha-kubeadm-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	layout, err := localnode.ChooseLayout(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The workloads' images, which an air-gapped operator brings in too.
 	var workloads []string
 	for _, img := range oci.NodeImages() {
 		workloads = append(workloads, filepath.Join(e.toImages, img.Tarball))
 	}
-	cluster, err := localnode.Prepare(localnode.Config{Dir: dir, Bin: e.fromBin, Images: workloads, Offline: true, SandboxImage: e.from.pause,
-		Containerd: containerd, Nodes: 4, Layout: layout, Progress: func(format string, args ...any) { t.Logf(format, args...) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cluster := prepareKubeadmCluster(t, "ha-kubeadm-", localnode.Config{Bin: e.fromBin, Images: workloads, Offline: true, SandboxImage: e.from.pause,
+		Containerd: containerd, Nodes: 4})
 	c := &haKubeadm{cluster: cluster, cp: cluster.Nodes[:3], worker: cluster.Nodes[3], fromImage: e.from.apiserver, toImage: e.to.apiserver,
 		bundled: map[*localnode.Node]bool{}}
 	t.Cleanup(func() {
 		if c.etcd != nil {
 			c.etcd.Close()
 		}
-		if err := cluster.Stop(); err != nil {
-			t.Errorf("stopping the nodes: %v", err)
-		}
-		if err := cluster.Remove(); err != nil {
-			t.Errorf("removing the nodes: %v", err)
-		}
-		if left := localnode.Leftovers(os.Getpid(), dir); len(left) > 0 {
-			t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))
-		}
-		compareHost(t, before, hostSnapshot(t))
 	})
+	var err error
 	if c.lb, err = cluster.StartBalancer(c.cp); err != nil {
 		t.Fatal(err)
 	}

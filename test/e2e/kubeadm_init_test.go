@@ -6,7 +6,9 @@ package e2e
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,15 +131,24 @@ func checkKubeadmNode(t *testing.T, h *kubeadmHost, apiserverImage string) {
 }
 
 // serveKubeadm puts a kubeadm and a systemctl first on a task page's PATH
-// that hand each command to the test, which runs it on h's node: the page's
-// `kubeadm init --config FILE` with the page's configuration carried onto
-// the node's own and base (kubeadmPageInit), then the node's pod network;
-// its `kubeadm upgrade apply VERSION --patches DIR --yes` with the node's
-// kubeadm (the caller's UseBin); its `kubeadm reset -f`; and its
-// `systemctl restart kubelet`, which starts the node's kubelet (UseBin's)
-// again. The scripts and the test talk through two named pipes. It returns
+// that hand each command to the test, which runs it on h's node
+// (commandOnNode), with base under the page's configuration. It returns
 // the scripts' directory.
 func serveKubeadm(t *testing.T, h *kubeadmHost, base localnode.InitOptions) string {
+	t.Helper()
+	p := pageNode{node: h.node, base: base, connect: h.connect}
+	return serveCommands(t, h.node.Name, []string{"kubeadm", "systemctl"}, func(dir string, args []string) (string, int) {
+		return commandOnNode(t, p, dir, args)
+	})
+}
+
+// serveCommands writes a script for each of commands that hands the
+// command, its arguments and its working directory to serve, in the test,
+// and prints what serve returns as the command's output, exiting with its
+// code. The scripts and the test talk through two named pipes. It returns
+// the scripts' directory, for the front of a PATH; on names where they
+// run, for the test's log.
+func serveCommands(t *testing.T, on string, commands []string, serve func(dir string, args []string) (string, int)) string {
 	t.Helper()
 	dir := t.TempDir()
 	request, response := filepath.Join(dir, "request"), filepath.Join(dir, "response")
@@ -146,9 +157,9 @@ func serveKubeadm(t *testing.T, h *kubeadmHost, base localnode.InitOptions) stri
 			t.Fatal(err)
 		}
 	}
-	for _, command := range []string{"kubeadm", "systemctl"} {
+	for _, command := range commands {
 		script := fmt.Sprintf(`#!/usr/bin/env bash
-# %s as the test serves it: the test runs the command on its node.
+# %s as the test serves it: the test runs the command on its machine.
 printf '%%s\0' "$PWD" %s "$@" > %q
 { read -r code; cat; exit "$code"; } < %q
 `, command, command, request, response)
@@ -165,8 +176,8 @@ printf '%%s\0' "$PWD" %s "$@" > %q
 				return // the test's end, below
 			}
 			args := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
-			out, code := commandOnNode(t.Context(), h, base, args[0], args[1:])
-			t.Logf("%s on %s: exit %d\n%s", strings.Join(args[1:], " "), h.node.Name, code, lastLines(out, 15))
+			out, code := serve(args[0], args[1:])
+			t.Logf("%s on %s: exit %d\n%s", strings.Join(args[1:], " "), on, code, lastLines(out, 15))
 			if err := answer(response, fmt.Sprintf("%d\n%s", code, out)); err != nil {
 				t.Errorf("answering %s: %v", strings.Join(args[1:], " "), err)
 			}
@@ -200,57 +211,156 @@ func answer(pipe, text string) error {
 	}
 }
 
-// commandOnNode runs one command of a task page that serveKubeadm
-// serves, run in dir, on h's node, and returns its output and exit code.
-func commandOnNode(ctx context.Context, h *kubeadmHost, base localnode.InitOptions, dir string, args []string) (string, int) {
+// pageNode is a node whose kubeadm and systemctl a task page runs.
+type pageNode struct {
+	node *localnode.Node
+	// base is the node's InitOptions, under the page's configuration.
+	base localnode.InitOptions
+	// connect waits for the node's pod network once kubeadm has made the
+	// cluster or joined the node, or its kubelet has restarted.
+	connect func(context.Context) error
+}
+
+// commandOnNode runs one command of a task page on p's node, run in dir,
+// and returns its output and exit code:
+//   - `kubeadm init --config FILE [--upload-certs]`, the page's
+//     configuration carried onto the node's own and base
+//     (kubeadmPageInit); with --upload-certs, under a token and a key that
+//     the test makes as kubeadm would;
+//   - `kubeadm join ENDPOINT --token T --discovery-token-ca-cert-hash H
+//     [--control-plane --certificate-key K] [--patches DIR]`;
+//   - `kubeadm upgrade apply VERSION --patches DIR --yes` with the node's
+//     kubeadm (the caller's UseBin);
+//   - `kubeadm reset -f`;
+//   - `kubeadm token create ...` and `kubeadm init phase upload-certs
+//     ...` as they are, with a --config of the node's own settings
+//     (kubeadmNodeSettings);
+//   - `systemctl restart kubelet`, which starts the node's kubelet
+//     (UseBin's) again.
+func commandOnNode(t *testing.T, p pageNode, dir string, args []string) (string, int) {
+	ctx, n := t.Context(), p.node
 	fail := func(err error, out string) (string, int) { return out + err.Error() + "\n", 1 }
 	abs := func(path string) string {
-		if filepath.IsAbs(path) {
+		if filepath.IsAbs(path) || path == "" {
 			return path
 		}
 		return filepath.Join(dir, path)
 	}
-	switch {
-	case len(args) == 4 && args[0] == "kubeadm" && args[1] == "init" && args[2] == "--config":
-		opts, err := kubeadmPageInit(abs(args[3]), base)
-		if err != nil {
-			return fail(err, "")
-		}
-		out, err := h.node.KubeadmInit(ctx, opts)
+	connected := func(out string, err error) (string, int) {
 		if err != nil {
 			return fail(err, out)
 		}
-		if err := h.connect(ctx); err != nil {
+		if err := p.connect(ctx); err != nil {
 			return fail(fmt.Errorf("the node's pod network: %w", err), out)
 		}
 		return out, 0
-	case len(args) == 7 && args[0] == "kubeadm" && args[1] == "upgrade" && args[2] == "apply" && args[4] == "--patches" && args[6] == "--yes":
-		out, err := h.node.KubeadmUpgradeApply(ctx, localnode.UpgradeOptions{Version: args[3], Patches: abs(args[5])})
+	}
+	done := func(out string, err error) (string, int) {
 		if err != nil {
 			return fail(err, out)
 		}
 		return out, 0
-	case len(args) == 3 && args[0] == "kubeadm" && args[1] == "reset" && (args[2] == "-f" || args[2] == "--force"):
-		out, err := h.node.KubeadmReset(ctx)
+	}
+	switch {
+	case len(args) >= 4 && args[0] == "kubeadm" && args[1] == "init" && args[2] == "--config" && (len(args) == 4 || len(args) == 5 && args[4] == "--upload-certs"):
+		opts, err := kubeadmPageInit(abs(args[3]), p.base)
 		if err != nil {
-			return fail(err, out)
-		}
-		return out, 0
-	case len(args) == 3 && args[0] == "systemctl" && args[1] == "restart" && args[2] == "kubelet":
-		if err := h.node.RestartKubelet(); err != nil {
 			return fail(err, "")
 		}
-		if err := h.node.WaitNetwork(ctx, h.client); err != nil {
-			return fail(fmt.Errorf("the node's pod network after the kubelet's restart: %w", err), "")
+		if len(args) == 5 {
+			if opts.Join, err = localnode.NewJoinSecrets(); err != nil {
+				return fail(err, "")
+			}
 		}
-		return "", 0
+		return connected(n.KubeadmInit(ctx, opts))
+	case len(args) >= 3 && args[0] == "kubeadm" && args[1] == "join":
+		opts, err := kubeadmPageJoin(args[2:])
+		if err != nil {
+			return fail(err, "")
+		}
+		opts.Patches = abs(opts.Patches)
+		return connected(n.KubeadmJoin(ctx, opts))
+	case len(args) == 7 && args[0] == "kubeadm" && args[1] == "upgrade" && args[2] == "apply" && args[4] == "--patches" && args[6] == "--yes":
+		return done(n.KubeadmUpgradeApply(ctx, localnode.UpgradeOptions{Version: args[3], Patches: abs(args[5])}))
+	case len(args) == 3 && args[0] == "kubeadm" && args[1] == "reset" && (args[2] == "-f" || args[2] == "--force"):
+		return done(n.KubeadmReset(ctx))
+	case len(args) >= 3 && args[0] == "kubeadm" && (args[1] == "token" && args[2] == "create" || len(args) >= 4 && args[1] == "init" && args[2] == "phase" && args[3] == "upload-certs"):
+		settings, err := kubeadmNodeSettings(n, p.base.Version)
+		if err != nil {
+			return fail(err, "")
+		}
+		defer os.Remove(settings)
+		out, errOut, err := n.Kubeadm(ctx, append(args[1:], "--config="+settings)...)
+		t.Logf("%s: its standard error:\n%s", strings.Join(args, " "), errOut)
+		return done(out, err)
+	case len(args) == 3 && args[0] == "systemctl" && args[1] == "restart" && args[2] == "kubelet":
+		if err := n.RestartKubelet(); err != nil {
+			return fail(err, "")
+		}
+		return connected("", nil)
 	}
-	return fmt.Sprintf("%s: the test runs only `kubeadm init --config FILE`, `kubeadm upgrade apply VERSION --patches DIR --yes`, `kubeadm reset -f` and `systemctl restart kubelet` on its node\n", strings.Join(args, " ")), 1
+	return fmt.Sprintf("%s: the test runs only kubeadm init, join, upgrade apply, reset, token create, init phase upload-certs and systemctl restart kubelet on its node (commandOnNode)\n", strings.Join(args, " ")), 1
+}
+
+// kubeadmNodeSettings writes a kubeadm configuration of n's own settings
+// alone, its address, name and containerd, and the Kubernetes version
+// (the base InitOptions'), for the commands that would otherwise take them from the host
+// and the internet: kubeadm's default InitConfiguration advertises the
+// address of the interface of the default route, which a real node has
+// and a node here, with no way off the machine, does not; its default
+// version is dl.k8s.io's newest.
+func kubeadmNodeSettings(n *localnode.Node, version string) (string, error) {
+	if version == "" {
+		return "", errors.New("the test gave the node no Kubernetes version (InitOptions.Version) for kubeadm's settings")
+	}
+	f, err := os.CreateTemp("", "kubeadm-node-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	_, err = fmt.Fprintf(f, `apiVersion: %[1]s
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: %[2]s
+nodeRegistration:
+  name: %[3]s
+  criSocket: unix://%[4]s
+---
+apiVersion: %[1]s
+kind: ClusterConfiguration
+kubernetesVersion: %[5]s
+`, kubeadmapiv1.SchemeGroupVersion, n.IP, n.Name, n.Socket(), version)
+	return f.Name(), errors.Join(err, f.Close())
+}
+
+// kubeadmPageJoin reads the arguments of a page's `kubeadm join` after
+// "join", as `kubeadm token create --print-join-command` prints them,
+// with --patches. Any other flag is an error, so that the page cannot say
+// what the test does not run.
+func kubeadmPageJoin(args []string) (localnode.JoinOptions, error) {
+	var opts localnode.JoinOptions
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return opts, fmt.Errorf("kubeadm join %s: the endpoint first, as kubeadm token create prints it", strings.Join(args, " "))
+	}
+	opts.Endpoint = args[0]
+	fs := flag.NewFlagSet("kubeadm join", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&opts.Secrets.Token, "token", "", "")
+	fs.StringVar(&opts.CACertHash, "discovery-token-ca-cert-hash", "", "")
+	fs.BoolVar(&opts.ControlPlane, "control-plane", false, "")
+	fs.StringVar(&opts.Secrets.CertificateKey, "certificate-key", "", "")
+	fs.StringVar(&opts.Patches, "patches", "", "")
+	if err := fs.Parse(args[1:]); err != nil {
+		return opts, fmt.Errorf("kubeadm join: %w (the test runs --token, --discovery-token-ca-cert-hash, --control-plane, --certificate-key and --patches)", err)
+	}
+	if fs.NArg() > 0 || opts.Secrets.Token == "" || opts.CACertHash == "" || opts.ControlPlane != (opts.Secrets.CertificateKey != "") {
+		return opts, fmt.Errorf("kubeadm join %s: want an endpoint, --token and --discovery-token-ca-cert-hash, and --certificate-key with --control-plane only", strings.Join(args, " "))
+	}
+	return opts, nil
 }
 
 // kubeadmPageInit carries a page's kubeadm configuration onto opts, the
-// node's: the version, the image repository, the apiserver's admission
-// plugins and the patches directory. Anything else the page sets is an
+// node's: the version, the image repository, the control plane's endpoint,
+// the apiserver's admission plugins and the patches directory. Anything else the page sets is an
 // error, so that the page cannot say what the test does not run.
 func kubeadmPageInit(path string, opts localnode.InitOptions) (localnode.InitOptions, error) {
 	data, err := os.ReadFile(path)
@@ -277,7 +387,7 @@ func kubeadmPageInit(path string, opts localnode.InitOptions) (localnode.InitOpt
 			return localnode.InitOptions{}, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	opts.Version, opts.ImageRepository = cluster.KubernetesVersion, cluster.ImageRepository
+	opts.Version, opts.ImageRepository, opts.ControlPlaneEndpoint = cluster.KubernetesVersion, cluster.ImageRepository, cluster.ControlPlaneEndpoint
 	if init.Patches != nil {
 		opts.Patches = init.Patches.Directory
 	}
@@ -290,9 +400,9 @@ func kubeadmPageInit(path string, opts localnode.InitOptions) (localnode.InitOpt
 		args = append(args, a)
 	}
 	init.TypeMeta, init.Patches = metav1.TypeMeta{}, nil
-	cluster.TypeMeta, cluster.KubernetesVersion, cluster.ImageRepository, cluster.APIServer.ExtraArgs = metav1.TypeMeta{}, "", "", args
+	cluster.TypeMeta, cluster.KubernetesVersion, cluster.ImageRepository, cluster.ControlPlaneEndpoint, cluster.APIServer.ExtraArgs = metav1.TypeMeta{}, "", "", "", args
 	if !reflect.DeepEqual(init, kubeadmapiv1.InitConfiguration{}) || !reflect.DeepEqual(cluster, kubeadmapiv1.ClusterConfiguration{}) {
-		return localnode.InitOptions{}, fmt.Errorf("%s sets more than the test carries onto its node (kubernetesVersion, imageRepository, the apiserver's enable-admission-plugins, patches.directory): %+v %+v", path, init, cluster)
+		return localnode.InitOptions{}, fmt.Errorf("%s sets more than the test carries onto its node (kubernetesVersion, imageRepository, controlPlaneEndpoint, the apiserver's enable-admission-plugins, patches.directory): %+v %+v", path, init, cluster)
 	}
 	return opts, nil
 }

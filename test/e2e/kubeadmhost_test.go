@@ -144,6 +144,42 @@ func prepareKubeadmHost(t *testing.T, cfg localnode.Config) *kubeadmHost {
 	return h
 }
 
+// prepareKubeadmCluster prepares cfg's nodes in a new directory (cfg's Dir,
+// Layout and Progress are filled in) and, when the test ends, stops and
+// removes them and checks that nothing of them is left and the host is as
+// it was. The caller starts the nodes.
+func prepareKubeadmCluster(t *testing.T, prefix string, cfg localnode.Config) *localnode.Cluster {
+	t.Helper()
+	before := hostSnapshot(t)
+	// Not t.TempDir(): the kubelet's socket paths must stay short.
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if cfg.Layout, err = localnode.ChooseLayout(nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dir, cfg.Progress = dir, func(format string, args ...any) { t.Logf(format, args...) }
+	cluster, err := localnode.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Stop(); err != nil {
+			t.Errorf("stopping the nodes: %v", err)
+		}
+		if err := cluster.Remove(); err != nil {
+			t.Errorf("removing the nodes: %v", err)
+		}
+		if left := localnode.Leftovers(os.Getpid(), dir); len(left) > 0 {
+			t.Errorf("left behind:\n  %s", strings.Join(left, "\n  "))
+		}
+		compareHost(t, before, hostSnapshot(t))
+	})
+	return cluster
+}
+
 // connect is the test's client of the cluster `kubeadm init` made, once
 // the node's pod network (the bridge localnode configures, in place of an
 // add-on) is up and the node Ready.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +26,11 @@ import (
 // first presses Ctrl-C in it, and so does the page's "## Undo" section, as
 // each page's text tells the reader to.
 //
+// A page of several machines (the HA cluster's) has blocks that start with
+// "# on NAME" or "# on NAME, NAME...": the block runs to its end on each
+// machine named, in that order, as terminal 2's do; the test says what a
+// machine is (taskMachine).
+//
 // What differs from a reader's run: sudo is dropped (a page that uses it
 // runs only as root), and
 // the state directory and ports are the test's own, given to make through
@@ -38,17 +44,34 @@ type taskOptions struct {
 	replace    map[string]string // each key, wherever the page has it, by its value
 	env        []string          // NAME=value, over the test's own environment
 	beforeUndo func(*taskRun)    // the test's own checks, before the page's "## Undo"
+	bound      time.Duration     // each terminal 2 block's time; three minutes if unset
+	machines   map[string]taskMachine
+}
+
+// taskMachine is one machine of a page's "# on" blocks, as the test makes
+// it: where its commands run, what its environment adds, and what of the
+// page's words are its own (/etc/kubernetes, a containerd socket); the
+// page-wide replacements apply after the machine's.
+type taskMachine struct {
+	name    string // the page's; machine sets it
+	dir     string // the commands' working directory; the repository's if empty
+	env     []string
+	replace map[string]string
 }
 
 // taskBlock is one shell block of a task page.
 type taskBlock struct {
-	terminal int    // 1 or 2
-	script   string // the block without its "# terminal N" line
-	line     int    // where it starts on the page
-	undo     bool   // in the page's "## Undo" section
+	terminal int      // 1 or 2; 2 for a block on machines
+	machines []string // the machines an "# on" block runs on, in order
+	script   string   // the block without its first line
+	line     int      // where it starts on the page
+	undo     bool     // in the page's "## Undo" section
 }
 
-var terminalLine = regexp.MustCompile(`^# terminal ([12])$`)
+var (
+	terminalLine = regexp.MustCompile(`^# terminal ([12])$`)
+	machineLine  = regexp.MustCompile(`^# on ([a-z0-9-]+(?:, [a-z0-9-]+)*)$`)
+)
 
 // readTaskPage reads a page's shell blocks; every one must name its terminal.
 func readTaskPage(t *testing.T, page string) []taskBlock {
@@ -74,11 +97,13 @@ func readTaskPage(t *testing.T, page string) []taskBlock {
 			if len(body) == 0 {
 				t.Fatalf("%s:%d: an empty block", page, cur.line)
 			}
-			m := terminalLine.FindStringSubmatch(body[0])
-			if m == nil {
-				t.Fatalf("%s:%d: the block's first line is %q, want \"# terminal 1\" or \"# terminal 2\"", page, cur.line, body[0])
+			if m := machineLine.FindStringSubmatch(body[0]); m != nil {
+				cur.terminal, cur.machines = 2, strings.Split(m[1], ", ")
+			} else if m := terminalLine.FindStringSubmatch(body[0]); m != nil {
+				cur.terminal = int(m[1][0] - '0')
+			} else {
+				t.Fatalf("%s:%d: the block's first line is %q, want \"# terminal 1\", \"# terminal 2\" or \"# on MACHINE[, MACHINE...]\"", page, cur.line, body[0])
 			}
-			cur.terminal = int(m[1][0] - '0')
 			cur.script = strings.Join(body[1:], "\n")
 			blocks = append(blocks, *cur)
 			cur = nil
@@ -103,7 +128,8 @@ type taskRun struct {
 	terminal *os.File  // terminal 1, as the reader types into it
 	out      *syncBuffer
 	exited   chan error
-	outputs  []string // each terminal 2 block's output, in order
+	outputs  []string      // each terminal 2 block's output, in order
+	bound    time.Duration // each terminal 2 block's time
 	repoRoot string
 }
 
@@ -118,10 +144,17 @@ func runTaskPage(t *testing.T, page string, ready time.Duration, opts ...taskOpt
 		}
 	}
 	ports := freePorts(t, 3)
-	r := &taskRun{t: t, page: page, dir: t.TempDir(), repoRoot: filepath.Join("..", "..")}
+	r := &taskRun{t: t, page: page, dir: t.TempDir(), repoRoot: filepath.Join("..", ".."), bound: 3 * time.Minute}
 	r.env = append(os.Environ(), "LOCAL_DIR="+r.dir, "PORT="+ports[0], "CONTROLLER_MANAGER_PORT="+ports[1], "SCHEDULER_PORT="+ports[2])
 	for _, o := range opts {
 		r.env = append(r.env, o.env...)
+		if o.bound > 0 {
+			r.bound = o.bound
+		}
+	}
+	var pageWords []map[string]string
+	for _, o := range opts {
+		pageWords = append(pageWords, o.replace)
 	}
 	// The state directory is the page's if it runs make run or names
 	// _output/local; its undo must then remove it.
@@ -138,26 +171,56 @@ func runTaskPage(t *testing.T, page string, ready time.Duration, opts ...taskOpt
 		undone = undone || b.undo
 		script := strings.ReplaceAll(b.script, "sudo ", "")
 		script = strings.ReplaceAll(strings.ReplaceAll(script, "$PWD/_output/local", r.dir), "_output/local", r.dir)
-		for _, o := range opts {
-			for word, by := range o.replace {
-				script = strings.ReplaceAll(script, word, by)
-			}
-		}
+		script = replaceWords(script, pageWords...)
 		if b.undo {
 			r.stop(b)
 		}
-		switch b.terminal {
-		case 1:
+		switch {
+		case b.machines != nil:
+			for _, name := range b.machines {
+				m, ok := machine(opts, name)
+				if !ok {
+					t.Fatalf("%s:%d: the block runs on %q, a machine the test does not make", page, b.line, name)
+				}
+				mine := strings.ReplaceAll(replaceWords(b.script, m.replace), "sudo ", "")
+				r.run(b, replaceWords(mine, pageWords...), m)
+			}
+		case b.terminal == 1:
 			r.stop(b)
 			r.start(b, script, ready)
-		case 2:
-			r.run(b, script)
+		default:
+			r.run(b, script, taskMachine{})
 		}
 	}
 	if _, err := os.Stat(r.dir); undone && local && !os.IsNotExist(err) {
 		t.Errorf("%s: after the page's undo, the state directory %s is still there (%v)", page, r.dir, err)
 	}
 	return r
+}
+
+// replaceWords puts each map's words in place in script, all of one map
+// in one pass, so that a value is never replaced again by another key of
+// its map.
+func replaceWords(script string, words ...map[string]string) string {
+	for _, m := range words {
+		var pairs []string
+		for word, by := range m {
+			pairs = append(pairs, word, by)
+		}
+		script = strings.NewReplacer(pairs...).Replace(script)
+	}
+	return script
+}
+
+// machine is the machine name of an "# on" block, from the options.
+func machine(opts []taskOptions, name string) (taskMachine, bool) {
+	for _, o := range opts {
+		if m, ok := o.machines[name]; ok {
+			m.name = name
+			return m, true
+		}
+	}
+	return taskMachine{}, false
 }
 
 // start runs a terminal 1 command on a pseudo-terminal of its own, as the
@@ -203,9 +266,10 @@ func (r *taskRun) stop(b taskBlock) {
 	r.holder = nil
 }
 
-// run runs a terminal 2 block to its end, after the exports earlier
-// blocks made, and fails the test on the first command that fails.
-func (r *taskRun) run(b taskBlock, script string) {
+// run runs a terminal 2 block, or a block on machine m, to its end, after
+// the exports earlier blocks made, and fails the test on the first command
+// that fails.
+func (r *taskRun) run(b taskBlock, script string, m taskMachine) {
 	r.t.Helper()
 	for _, line := range strings.Split(script, "\n") {
 		if strings.HasPrefix(line, "export ") {
@@ -213,18 +277,62 @@ func (r *taskRun) run(b taskBlock, script string) {
 		}
 	}
 	full := "set -euo pipefail\n" + strings.Join(r.exports, "\n") + "\n" + script
-	// A reader sees a command that hangs; the test gives each block three
-	// minutes and names it, rather than wait for go test's deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A reader sees a command that hangs; the test gives each block its
+	// bound and names it, rather than wait for go test's deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), r.bound)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", full)
-	cmd.Dir, cmd.Env, cmd.WaitDelay = r.repoRoot, r.env, 10*time.Second
-	out, err := cmd.CombinedOutput()
-	r.t.Logf("%s:%d: terminal 2:\n%s\n%s", r.page, b.line, script, out)
-	if err != nil {
-		r.t.Fatalf("%s:%d: terminal 2: %v\n%s", r.page, b.line, err, out)
+	cmd.Dir, cmd.Env, cmd.WaitDelay = r.repoRoot, append(slices.Clip(r.env), m.env...), 10*time.Second
+	if m.dir != "" {
+		cmd.Dir = m.dir
 	}
-	r.outputs = append(r.outputs, string(out))
+	where := "terminal 2"
+	if m.name != "" {
+		where = "on " + m.name
+	}
+	r.t.Logf("%s:%d: %s:\n%s", r.page, b.line, where, script)
+	log := &lineLog{t: r.t, prefix: fmt.Sprintf("%s:%d: %s: ", filepath.Base(r.page), b.line, where)}
+	cmd.Stdout, cmd.Stderr = log, log
+	err := cmd.Run()
+	out := log.flush()
+	if err != nil {
+		r.t.Fatalf("%s:%d: %s: %v\n%s", r.page, b.line, where, err, lastLines(out, 30))
+	}
+	r.outputs = append(r.outputs, out)
+}
+
+// lineLog writes each whole line of a block's output to the test's log as
+// it comes, so that a long block (make conformance's half hour) shows its
+// progress, and keeps all of it for the block's output. exec.Cmd calls
+// Write from one goroutine at a time when Stdout and Stderr are the same.
+type lineLog struct {
+	t      *testing.T
+	prefix string
+	all    strings.Builder
+	part   []byte
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.all.Write(p)
+	l.part = append(l.part, p...)
+	for {
+		i := slices.Index(l.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.t.Logf("%s%s", l.prefix, l.part[:i])
+		l.part = l.part[i+1:]
+	}
+}
+
+// flush logs what is left after the last newline, and returns the whole
+// output.
+func (l *lineLog) flush() string {
+	if len(l.part) > 0 {
+		l.t.Logf("%s%s", l.prefix, l.part)
+		l.part = nil
+	}
+	return l.all.String()
 }
 
 // cleanup stops what is still running and removes the state, as the page's
@@ -297,5 +405,34 @@ func TestTaskLeavePodSecurityPolicy(t *testing.T) {
 	}
 	if refused := r.outputs[4]; !strings.Contains(refused, "forbidden") || !strings.Contains(refused, "privileged") {
 		t.Errorf("the privileged workload's pods were not refused by the replacement:\n%s", refused)
+	}
+}
+
+// Certifying (docs/tasks/certify.md): upstream's whole conformance suite
+// run by hydrophone, the submission's contact address filled in, and the
+// folder checked as the CNCF's bot checks it, each block as written; then
+// the page's undo. Half an hour of the machine, so only `make test-certify`
+// runs it.
+func TestTaskCertify(t *testing.T) {
+	if os.Getenv("TURNSTILE_CERTIFY") == "" {
+		t.Skip("runs the whole conformance suite; `sudo make test-certify` runs it")
+	}
+	run := filepath.Join("..", "..", "_output", "conformance", "all-compatible-hydrophone")
+	runTaskPage(t, "../../docs/tasks/certify.md", 0, taskOptions{bound: 90 * time.Minute, beforeUndo: func(r *taskRun) {
+		if len(r.outputs) != 3 {
+			t.Fatalf("%d terminal 2 blocks ran before the undo, want the page's 3", len(r.outputs))
+		}
+		if check := r.outputs[2]; !strings.Contains(check, "passes every check") {
+			t.Errorf("make conformance-check did not pass the folder:\n%s", check)
+		}
+		summary, err := os.ReadFile(filepath.Join(run, "summary.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, _, _ := strings.Cut(string(summary), "\n## ")
+		t.Logf("the run's summary.md begins:\n%s", head)
+	}})
+	if _, err := os.Stat(run); !os.IsNotExist(err) {
+		t.Errorf("after the page's undo, %s is still there (%v)", run, err)
 	}
 }
