@@ -113,6 +113,11 @@ var (
 	// whole number of seconds or a whole percentage is a setting (a 10 s
 	// cache, a planted 5%) as often as a result, and passes.
 	benchmarkFigure = regexp.MustCompile(`\b(\d[\d,]*(\.\d+)? ?(ns|µs|ms|×)|\d[\d,]*\.\d+ ?(%|s|min|minutes|MiB|KiB|GiB|MB|KB|GB))(\W|$)`)
+	// ratioFigure is a ratio written as a number: with three decimals or
+	// more (the cost guard's 1.0139), or with any and "times". A dotted
+	// version (v1.37.2, 3.7.0) or an address is none: the number may not
+	// touch another dot or word.
+	ratioFigure = regexp.MustCompile(`(?:^|[^\w.])(\d+\.\d+ times\b|\d+\.\d{3,})(?:\.(?:\s|$)|[^\w.]|$)`)
 	// conformanceCount is a number of specs, as a run reports it.
 	conformanceCount = regexp.MustCompile(`\b\d[\d,]* (conformance |parallel |serial )?specs?\b`)
 )
@@ -144,8 +149,10 @@ func misplacedFigures(file, prose string, k kind) []string {
 		if k == evidence {
 			continue
 		}
-		for _, m := range benchmarkFigure.FindAllStringSubmatchIndex(s.text, -1) {
-			report(m[2], "%q: a measured figure's home is an evidence page (with its commit and command); this page is %s: link there", s.text[m[2]:m[3]], strings.ToLower(string(k)))
+		for _, re := range []*regexp.Regexp{benchmarkFigure, ratioFigure} {
+			for _, m := range re.FindAllStringSubmatchIndex(s.text, -1) {
+				report(m[2], "%q: a measured figure's home is an evidence page (with its commit and command); this page is %s: link there", s.text[m[2]:m[3]], strings.ToLower(string(k)))
+			}
 		}
 		for _, m := range conformanceCount.FindAllStringIndex(s.text, -1) {
 			report(m[0], "%q: a conformance count's home is an evidence page; this page is %s: link there", s.text[m[0]:m[1]], strings.ToLower(string(k)))

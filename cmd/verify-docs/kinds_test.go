@@ -34,6 +34,9 @@ func TestMisplacedFigures(t *testing.T) {
 		// a benchmark figure
 		{"a benchmark figure on a reference page", "docs/podsecuritypolicy.md", "A pod create takes 55 µs with the cache.", reference, `"55 µs": a measured figure's home is an evidence page`},
 		{"a ratio on an explanation page", "docs/security.md", "It costs 1.014× upstream.", explanation, `"1.014×"`},
+		{"a bare ratio on a reference page", "docs/admission-config.md", "A pod create allocates 1.0139 times upstream's bytes; 0.9967 of its objects.", reference, `"1.0139 times"`},
+		{"a bare ratio at a sentence's end", "docs/admission-config.md", "Its ratio was 0.9967.", reference, `"0.9967"`},
+		{"versions and addresses are no ratios", "docs/kubeadm.md", "Go 1.27.3, v1.37.2, 3.7.0-0, line 1.36, haproxy 2.6 at 10.0.0.11:6443; done 2 times.", reference, ""},
 		{"a decimal percentage on a reference page", "docs/glossary.md", "PodSecurityPolicy is 0.45% of the CPU.", reference, `"0.45%"`},
 		{"a benchmark figure on an evidence page", "docs/performance.md", "A pod create takes 55 µs with the cache.", evidence, ""},
 		{"a setting", "docs/podsecuritypolicy.md", "A timer empties the cache every 10 s; a planted 5% must fail.", reference, ""},
