@@ -29,9 +29,6 @@ import (
 // nodes' bridge, behind the same guard as a node. It listens on kubeadm's
 // port, 6443, which no other program can hold in that namespace.
 type Balancer struct {
-	IP   netip.Addr
-	Port int
-
 	cluster *Cluster
 	proc    *process.Process
 }
@@ -168,12 +165,12 @@ func (c *Cluster) startBalancer(configs ...string) (*Balancer, error) {
 	if c.balancer != nil {
 		return nil, errors.New("the cluster has its balancer already")
 	}
-	b := &Balancer{IP: c.cfg.Layout.BalancerIP(), Port: BalancerPort, cluster: c}
+	b := &Balancer{cluster: c}
 	c.balancer = b
 	if err := c.writeRecord(); err != nil {
 		return nil, err
 	}
-	if err := addNetns(c.balancerNetns(), vethPrefix(c.bridge())+"lb", c.bridge(), b.IP, c.cfg.Layout); err != nil {
+	if err := addNetns(c.balancerNetns(), vethPrefix(c.bridge())+"lb", c.bridge(), c.cfg.Layout.BalancerIP(), c.cfg.Layout); err != nil {
 		return nil, err
 	}
 	if err := nft(c.balancerNetns(), nodeGuard(c.cfg.Layout)); err != nil {
