@@ -87,8 +87,10 @@ func TestTaskKubeadmHA(t *testing.T) {
 			t.Errorf("the page's kubeadm reset left on %s: %v", n.Name, left)
 		}
 	}
-	if c.lbRunning {
-		t.Errorf("haproxy still runs after the page's undo")
+	if c.lb == nil {
+		t.Error("the page started no haproxy")
+	} else if servers, err := c.lb.Servers(); err == nil {
+		t.Errorf("haproxy still answers after the page's undo: %v", servers)
 	}
 }
 
@@ -101,10 +103,9 @@ var haPageNodes = []string{"10.0.0.11:6443", "10.0.0.12:6443", "10.0.0.13:6443"}
 // haPage is the cluster the HA page makes: the nodes, and the balancer once
 // the page has started it.
 type haPage struct {
-	cluster   *localnode.Cluster
-	lb        *localnode.Balancer
-	lbRunning bool
-	client    *kubeadmClient // node1's admin.conf, once kubeadm init made it
+	cluster *localnode.Cluster
+	lb      *localnode.Balancer
+	client  *kubeadmClient // node1's admin.conf, once kubeadm init made it
 }
 
 // startHAPage makes three nodes ready for kubeadm (localnode's
@@ -138,23 +139,22 @@ func (c *haPage) serveBalancer(t *testing.T, etc string) string {
 			for i, n := range c.cluster.Nodes {
 				cfg = strings.ReplaceAll(cfg, haPageNodes[i], netip.AddrPortFrom(n.IP, 6443).String())
 			}
-			config := filepath.Join(t.TempDir(), "haproxy.cfg")
+			// Beside the page's file: t.TempDir may not fail here, off the
+			// test's goroutine. StartBalancerFrom refuses a second balancer.
+			config := filepath.Join(etc, "haproxy-nodes.cfg")
 			if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 				return err.Error() + "\n", 1
 			}
-			if c.lb != nil {
-				return "the test starts haproxy once\n", 1
-			}
-			if c.lb, err = c.cluster.StartBalancerFrom(config); err != nil {
+			lb, err := c.cluster.StartBalancerFrom(config)
+			if err != nil {
 				return err.Error() + "\n", 1
 			}
-			c.lbRunning = true
+			c.lb = lb
 			return "", 0
 		case "systemctl stop haproxy":
 			if err := c.lb.Stop(); err != nil {
 				return err.Error() + "\n", 1
 			}
-			c.lbRunning = false
 			return "", 0
 		}
 		return fmt.Sprintf("%s: the test runs only systemctl restart haproxy and systemctl stop haproxy on the balancer\n", strings.Join(args, " ")), 1
